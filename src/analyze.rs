@@ -1,0 +1,97 @@
+//! Turning a parsed skill into per-field term statistics: the document the store indexes.
+
+use crate::fields::{Field, FieldStats, FIELD_COUNT};
+use crate::skill::Skill;
+use crate::tokenize::tokenize_with;
+use std::collections::HashMap;
+
+/// A skill's terms, ready for the postings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Analyzed {
+    /// Per field, its length in terms.
+    pub lens: [u32; FIELD_COUNT],
+    /// Every distinct term with its per-field (frequency, field length), sorted by term.
+    pub terms: Vec<(String, FieldStats)>,
+}
+
+/// The text of each field of `skill`.
+pub fn field_texts(skill: &Skill) -> [(Field, String); FIELD_COUNT] {
+    let keywords = skill
+        .triggers
+        .iter()
+        .chain(&skill.tags)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
+    [
+        (Field::Name, skill.name.clone()),
+        (Field::Description, skill.description.clone()),
+        (Field::Keywords, keywords),
+        (Field::Category, skill.category.clone()),
+        (Field::Body, skill.body.clone()),
+        (Field::Seed, skill.seed_text()),
+    ]
+}
+
+/// Tokenizes every field of `skill`.
+pub fn analyze(skill: &Skill) -> Analyzed {
+    let mut lens = [0u32; FIELD_COUNT];
+    let mut tfs: HashMap<String, [u32; FIELD_COUNT]> = HashMap::new();
+    for (field, text) in field_texts(skill) {
+        let f = field as usize;
+        tokenize_with(&text, |t| {
+            lens[f] += 1;
+            match tfs.get_mut(t) {
+                Some(counts) => counts[f] += 1,
+                None => {
+                    let mut counts = [0u32; FIELD_COUNT];
+                    counts[f] = 1;
+                    tfs.insert(t.to_owned(), counts);
+                }
+            }
+        });
+    }
+    let mut terms: Vec<(String, FieldStats)> = tfs
+        .into_iter()
+        .map(|(term, counts)| {
+            let mut stats = [(0, 0); FIELD_COUNT];
+            for f in 0..FIELD_COUNT {
+                if counts[f] > 0 {
+                    stats[f] = (counts[f], lens[f]);
+                }
+            }
+            (term, stats)
+        })
+        .collect();
+    terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Analyzed { lens, terms }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skill::{parse_text, Location, Origin};
+
+    #[test]
+    fn counts_terms_per_field_with_lengths() {
+        let loc = Location {
+            origin: Origin::Local,
+            rel: vec!["dev".into(), "git".into(), "SKILL.md".into()],
+        };
+        let s = parse_text(
+            "---\nname: git-helper\ndescription: Git commit helper for git\n---\nUse git.",
+            &loc,
+        );
+        let a = analyze(&s);
+        assert_eq!(a.lens[Field::Name as usize], 2);
+        assert_eq!(a.lens[Field::Description as usize], 5);
+        // The seed document is `git-helper: Git commit helper for git`.
+        assert_eq!(a.lens[Field::Seed as usize], 7);
+        let git = &a.terms.iter().find(|(t, _)| t == "git").unwrap().1;
+        assert_eq!(git[Field::Name as usize], (1, 2));
+        assert_eq!(git[Field::Description as usize], (2, 5));
+        assert_eq!(git[Field::Body as usize], (1, 2));
+        assert_eq!(git[Field::Seed as usize], (3, 7));
+        assert_eq!(git[Field::Category as usize], (0, 0));
+    }
+}

@@ -1,0 +1,430 @@
+//! The command line: `skillidx sync | search | explain | stats | list`.
+//!
+//! Lives in the library so the Python package's `skillidx` command runs the very same code.
+
+use crate::bm25::{Params, SearchOptions};
+use crate::home::{Profile, Root};
+use crate::sync::{SyncOptions, SyncReport};
+use crate::Index;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "skillidx",
+    version,
+    about = "A persistent BM25 index of Hermes Agent skills"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+struct Common {
+    /// The Hermes home (default: $HERMES_HOME, else ~/.hermes).
+    #[arg(long, global = true)]
+    home: Option<PathBuf>,
+    /// The index file (default: <root home>/skillidx.redb).
+    #[arg(long, global = true)]
+    db: Option<PathBuf>,
+    /// The profile (default: the active one).
+    #[arg(long, short = 'p', global = true)]
+    profile: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Bring the index in line with the skills on disk.
+    Sync {
+        /// Sync every profile of the home.
+        #[arg(long, conflicts_with = "profile")]
+        all_profiles: bool,
+        /// Forget the index and build it again (also replaces a damaged index file).
+        #[arg(long)]
+        rebuild: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Find the skills that match a request.
+    Search {
+        /// The request (omit with --batch).
+        query: Option<String>,
+        /// How many skills.
+        #[arg(short, default_value_t = 6)]
+        k: usize,
+        /// The messaging platform whose disabled skills are left out (cli, telegram, …).
+        #[arg(long)]
+        platform: Option<String>,
+        /// Read JSON lines `{"query": …, "k": …, "platform": …, "profile": …}` from stdin and
+        /// answer each with a JSON line, on one open index.
+        #[arg(long, conflicts_with = "query")]
+        batch: bool,
+        #[command(flatten)]
+        bm25: Bm25Args,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Show each term's contribution to a skill's score.
+    Explain {
+        /// The request.
+        query: String,
+        /// The skill id or name.
+        skill: String,
+        /// The messaging platform.
+        #[arg(long)]
+        platform: Option<String>,
+        #[command(flatten)]
+        bm25: Bm25Args,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Show the index's figures and skipped files.
+    Stats {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List indexed skills.
+    List {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Args, Debug, Clone, Copy)]
+struct Bm25Args {
+    /// BM25 k1.
+    #[arg(long, default_value_t = 1.5)]
+    k1: f64,
+    /// BM25 b.
+    #[arg(long, default_value_t = 0.75)]
+    b: f64,
+}
+
+impl Bm25Args {
+    fn params(self) -> Params {
+        Params {
+            k1: self.k1,
+            b: self.b,
+        }
+    }
+}
+
+/// Runs the command line with `args` (program name first) and returns the exit code.
+pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("skillidx: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Context_ {
+    root: Root,
+    db: PathBuf,
+}
+
+fn context(common: &Common) -> Context_ {
+    let root = Root::locate(common.home.as_deref());
+    let db = common.db.clone().unwrap_or_else(|| root.default_db_path());
+    Context_ { root, db }
+}
+
+fn profile_name(common: &Common, ctx: &Context_) -> String {
+    common
+        .profile
+        .clone()
+        .unwrap_or_else(|| ctx.root.active_profile_name())
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Sync {
+            all_profiles,
+            rebuild,
+            common,
+        } => sync(&common, all_profiles, rebuild),
+        Command::Search {
+            query,
+            k,
+            platform,
+            batch,
+            bm25,
+            common,
+        } => {
+            let ctx = context(&common);
+            let index = Index::open(&ctx.db)?;
+            let profile = profile_name(&common, &ctx);
+            if batch {
+                return search_batch(&index, &profile, bm25.params());
+            }
+            let Some(query) = query else {
+                bail!("give a QUERY, or --batch")
+            };
+            let opts = SearchOptions {
+                k,
+                platform,
+                params: bm25.params(),
+            };
+            let hits = index.search(&profile, &query, &opts)?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&hits)?);
+            } else if hits.is_empty() {
+                println!("no skill matches");
+            } else {
+                for (i, h) in hits.iter().enumerate() {
+                    println!("{:>2}. {:>7.3}  {}  ({})", i + 1, h.score, h.id, h.category);
+                    println!("             {}", cut(&h.description, 110));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain {
+            query,
+            skill,
+            platform,
+            bm25,
+            common,
+        } => {
+            let ctx = context(&common);
+            let index = Index::open(&ctx.db)?;
+            let profile = profile_name(&common, &ctx);
+            let opts = SearchOptions {
+                k: 6,
+                platform,
+                params: bm25.params(),
+            };
+            let Some(ex) = index.explain(&profile, &query, &skill, &opts)? else {
+                bail!("no skill {skill:?} in profile {profile}");
+            };
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&ex)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("{}  ({})", ex.id, ex.path);
+            if let Some(why) = &ex.inactive {
+                println!("not offered: {why}");
+            }
+            match ex.rank {
+                Some(r) => println!("rank {r}, score {:.4}", ex.score),
+                None => println!("not a hit (score 0)"),
+            }
+            println!(
+                "length {} terms; average {:.1} over {} skills",
+                ex.length, ex.avg_length, ex.docs
+            );
+            println!(
+                "{:<20} {:>6} {:>7} {:>8}  fields",
+                "term", "df", "idf", "score"
+            );
+            for t in &ex.terms {
+                let fields: Vec<String> =
+                    t.fields.iter().map(|(f, n)| format!("{f}×{n}")).collect();
+                println!(
+                    "{:<20} {:>6} {:>7.3} {:>8.4}  {}",
+                    cut(&t.term, 20),
+                    t.df,
+                    t.idf,
+                    t.score,
+                    fields.join(" ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stats { common } => {
+            let ctx = context(&common);
+            let index = Index::open(&ctx.db)?;
+            let names = match &common.profile {
+                Some(p) => vec![p.clone()],
+                None => index.profiles()?,
+            };
+            let all: Vec<_> = names
+                .iter()
+                .map(|p| index.stats(p))
+                .collect::<Result<_, _>>()?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&all)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("index {}", ctx.db.display());
+            for s in all {
+                println!(
+                    "profile {}: {} skills offered, {} not offered, {} skipped, {} terms, avg length {:.1}, generation {}",
+                    s.profile, s.active, s.inactive, s.skipped.len(), s.terms, s.avg_length, s.generation
+                );
+                for p in &s.skipped {
+                    println!("  skipped {}: {}", p.path.display(), p.reason);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List { common } => {
+            let ctx = context(&common);
+            let index = Index::open(&ctx.db)?;
+            let profile = profile_name(&common, &ctx);
+            let list = index.list(&profile)?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            for s in list {
+                let state = s
+                    .inactive
+                    .as_deref()
+                    .map(|w| format!("  [not offered: {w}]"))
+                    .unwrap_or_default();
+                println!("{}  ({}){}", s.id, s.category, state);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> {
+    let ctx = context(common);
+    let profiles: Vec<Profile> = if all_profiles {
+        ctx.root.profiles()
+    } else {
+        vec![ctx.root.profile(&profile_name(common, &ctx))?]
+    };
+    let index = if rebuild {
+        let (index, aside) = Index::open_for_rebuild(&ctx.db)?;
+        if let Some(aside) = aside {
+            eprintln!(
+                "skillidx: {} was not a usable index; moved it to {}",
+                ctx.db.display(),
+                aside.display()
+            );
+        }
+        index
+    } else {
+        Index::open_writable(&ctx.db)?
+    };
+    let mut reports = Vec::new();
+    for profile in &profiles {
+        let started = Instant::now();
+        let bar: OnceLock<indicatif::ProgressBar> = OnceLock::new();
+        let show = std::io::stderr().is_terminal() && !common.json;
+        let progress = |done: usize, total: usize| {
+            if !show || started.elapsed().as_secs_f64() < 1.0 {
+                return;
+            }
+            let bar = bar.get_or_init(|| {
+                let b = indicatif::ProgressBar::new(total as u64);
+                b.set_message(format!("syncing {}", profile.name));
+                b
+            });
+            bar.set_position(done as u64);
+        };
+        let opts = SyncOptions {
+            rebuild,
+            progress: Some(&progress),
+            os: None,
+        };
+        let report = index
+            .sync(profile, &opts)
+            .with_context(|| format!("syncing profile {}", profile.name))?;
+        if let Some(b) = bar.get() {
+            b.finish_and_clear();
+        }
+        if !common.json {
+            print_report(&report);
+        }
+        reports.push(report);
+    }
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(r: &SyncReport) {
+    println!(
+        "profile {}: {} skills offered, {} not offered; added {}, updated {}, removed {}, unchanged {}, skipped {} ({:.0} ms{})",
+        r.profile,
+        r.active,
+        r.inactive,
+        r.added,
+        r.updated,
+        r.removed,
+        r.unchanged,
+        r.skipped.len(),
+        r.elapsed_ms,
+        if r.committed { "" } else { ", nothing to write" }
+    );
+    for p in &r.skipped {
+        println!("  skipped {}: {}", p.path.display(), p.reason);
+    }
+    for p in &r.warnings {
+        println!("  warning {}: {}", p.path.display(), p.reason);
+    }
+}
+
+fn search_batch(index: &Index, default_profile: &str, params: Params) -> Result<ExitCode> {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        query: String,
+        #[serde(default)]
+        k: Option<usize>,
+        #[serde(default)]
+        platform: Option<String>,
+        #[serde(default)]
+        profile: Option<String>,
+    }
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for (n, line) in stdin.lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Request>(&line) {
+            Ok(req) => {
+                let opts = SearchOptions {
+                    k: req.k.unwrap_or(6),
+                    platform: req.platform,
+                    params,
+                };
+                let profile = req.profile.as_deref().unwrap_or(default_profile);
+                match index.search(profile, &req.query, &opts) {
+                    Ok(hits) => serde_json::json!({ "hits": hits }),
+                    Err(e) => serde_json::json!({ "error": e.to_string() }),
+                }
+            }
+            Err(e) => serde_json::json!({ "error": format!("line {}: {e}", n + 1) }),
+        };
+        writeln!(out, "{answer}")?;
+        out.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        s.chars().take(max - 1).collect::<String>() + "…"
+    }
+}

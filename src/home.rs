@@ -1,0 +1,183 @@
+//! Hermes homes and profiles: which directories hold whose skills.
+//!
+//! The root home (`~/.hermes`, or `HERMES_HOME`) is the profile `default`; each
+//! `<root>/profiles/<name>/` is a complete home of its own. When `HERMES_HOME` itself
+//! points at `…/profiles/<name>`, the root is its grandparent.
+
+use std::path::{Path, PathBuf};
+
+/// The name of the root home's profile.
+pub const DEFAULT_PROFILE: &str = "default";
+
+/// Whether `name` is a valid Hermes profile name: `^[a-z0-9][a-z0-9_-]{0,63}$`.
+pub fn is_valid_profile_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-')
+}
+
+/// A Hermes root home and the profiles in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// The root directory.
+    pub path: PathBuf,
+    /// The profile `HERMES_HOME` pointed at, when it pointed inside `profiles/`.
+    pub selected: Option<String>,
+}
+
+/// One profile: a name and its home directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// The profile name (`default` for the root home).
+    pub name: String,
+    /// The profile's home directory (holding `config.yaml`, `skills/`, `plugins/`).
+    pub home: PathBuf,
+}
+
+/// A profile that does not exist or cannot exist.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The name breaks Hermes' profile name rule.
+    #[error("invalid profile name {0:?}: profile names match ^[a-z0-9][a-z0-9_-]{{0,63}}$")]
+    InvalidName(String),
+    /// No such profile directory.
+    #[error("no profile {name:?}: {path} is not a directory")]
+    Missing {
+        /// The profile name.
+        name: String,
+        /// Where it would be.
+        path: PathBuf,
+    },
+}
+
+impl Root {
+    /// The root for an explicit `--home`, or else `HERMES_HOME`, or else `~/.hermes`.
+    pub fn locate(explicit: Option<&Path>) -> Root {
+        let home = explicit.map(Path::to_path_buf).or_else(|| {
+            std::env::var_os("HERMES_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        let home = home.unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(".hermes")
+        });
+        Self::from_home(&home)
+    }
+
+    /// The root that `home` belongs to: itself, or its grandparent for `…/profiles/<name>`.
+    pub fn from_home(home: &Path) -> Root {
+        let parent = home.parent();
+        let in_profiles = parent
+            .and_then(Path::file_name)
+            .is_some_and(|n| n == "profiles");
+        let name = home.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if in_profiles && is_valid_profile_name(name) {
+            if let Some(root) = parent.and_then(Path::parent) {
+                return Root {
+                    path: root.to_path_buf(),
+                    selected: Some(name.to_owned()),
+                };
+            }
+        }
+        Root {
+            path: home.to_path_buf(),
+            selected: None,
+        }
+    }
+
+    /// The active profile: the one `HERMES_HOME` selected, else `<root>/active_profile`,
+    /// else `default`.
+    pub fn active_profile_name(&self) -> String {
+        if let Some(s) = &self.selected {
+            return s.clone();
+        }
+        std::fs::read_to_string(self.path.join("active_profile"))
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| is_valid_profile_name(s) && self.profile_home(s).is_dir())
+            .unwrap_or_else(|| DEFAULT_PROFILE.to_owned())
+    }
+
+    fn profile_home(&self, name: &str) -> PathBuf {
+        if name == DEFAULT_PROFILE {
+            self.path.clone()
+        } else {
+            self.path.join("profiles").join(name)
+        }
+    }
+
+    /// The named profile.
+    pub fn profile(&self, name: &str) -> Result<Profile, ProfileError> {
+        if !is_valid_profile_name(name) {
+            return Err(ProfileError::InvalidName(name.to_owned()));
+        }
+        let home = self.profile_home(name);
+        if name != DEFAULT_PROFILE && !home.is_dir() {
+            return Err(ProfileError::Missing {
+                name: name.to_owned(),
+                path: home,
+            });
+        }
+        Ok(Profile {
+            name: name.to_owned(),
+            home,
+        })
+    }
+
+    /// Every profile: `default` first, then `profiles/*` in name order.
+    pub fn profiles(&self) -> Vec<Profile> {
+        let mut out = vec![Profile {
+            name: DEFAULT_PROFILE.to_owned(),
+            home: self.path.clone(),
+        }];
+        let mut names: Vec<String> = std::fs::read_dir(self.path.join("profiles"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| is_valid_profile_name(n) && n != DEFAULT_PROFILE)
+            .collect();
+        names.sort();
+        out.extend(names.into_iter().map(|name| Profile {
+            home: self.profile_home(&name),
+            name,
+        }));
+        out
+    }
+
+    /// Where the index lives unless `--db` says otherwise.
+    pub fn default_db_path(&self) -> PathBuf {
+        self.path.join("skillidx.redb")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_names_follow_hermes() {
+        assert!(is_valid_profile_name("work"));
+        assert!(is_valid_profile_name("a1_b-c"));
+        assert!(!is_valid_profile_name("Work"));
+        assert!(!is_valid_profile_name("-x"));
+        assert!(!is_valid_profile_name(""));
+        assert!(!is_valid_profile_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn a_profile_home_points_back_to_its_root() {
+        let r = Root::from_home(Path::new("/h/.hermes/profiles/work"));
+        assert_eq!(r.path, Path::new("/h/.hermes"));
+        assert_eq!(r.selected.as_deref(), Some("work"));
+        let r = Root::from_home(Path::new("/h/.hermes"));
+        assert_eq!(r.selected, None);
+    }
+}

@@ -1,0 +1,232 @@
+//! [`Index`]: the library's front door, one open index file and the operations on it.
+
+use crate::bm25::{Explanation, Hit, SearchOptions, Snapshot};
+use crate::home::{Profile, ProfileError};
+use crate::scan::Problem;
+use crate::store::records::ManifestEntry;
+use crate::store::{self, decode, ProfileTables, Store, StoreError};
+use crate::sync::{self, SyncError, SyncOptions, SyncReport};
+use redb::ReadableTable;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Any error of the library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The index file.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A profile name or directory.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+}
+
+impl From<SyncError> for Error {
+    fn from(e: SyncError) -> Self {
+        match e {
+            SyncError::Store(s) => Error::Store(s),
+        }
+    }
+}
+
+/// One indexed skill, as `list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillEntry {
+    /// The id.
+    pub id: String,
+    /// The category.
+    pub category: String,
+    /// The description.
+    pub description: String,
+    /// The SKILL.md path.
+    pub path: String,
+    /// `None` when offered, else why not.
+    pub inactive: Option<String>,
+    /// Parser fallbacks taken.
+    pub notes: Vec<String>,
+}
+
+/// A profile's figures, as `stats` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProfileStats {
+    /// The profile.
+    pub profile: String,
+    /// Its home.
+    pub home: Option<String>,
+    /// Skills offered.
+    pub active: u32,
+    /// Skills indexed but not offered.
+    pub inactive: u64,
+    /// Files skipped, with the reason.
+    pub skipped: Vec<Problem>,
+    /// Distinct terms.
+    pub terms: u64,
+    /// Average length of the seed document.
+    pub avg_length: f64,
+    /// Commits so far.
+    pub generation: u64,
+    /// When the last committing sync started, ns since the epoch.
+    pub synced_at_ns: i64,
+}
+
+/// An open index file.
+#[derive(Debug)]
+pub struct Index {
+    store: Store,
+}
+
+impl Index {
+    /// Opens an existing index for queries.
+    pub fn open(db: &Path) -> Result<Index, Error> {
+        Ok(Index {
+            store: Store::open_read(db)?,
+        })
+    }
+
+    /// Opens (or creates) an index for syncing and queries.
+    pub fn open_writable(db: &Path) -> Result<Index, Error> {
+        Ok(Index {
+            store: Store::open_write(db)?,
+        })
+    }
+
+    /// Opens an index for `sync --rebuild`: a file that is damaged or not an index is moved
+    /// aside (to `<file>.broken-<time>`) and replaced, as the user asked for a fresh one.
+    pub fn open_for_rebuild(db: &Path) -> Result<(Index, Option<PathBuf>), Error> {
+        match Store::open_write(db) {
+            Ok(store) => Ok((Index { store }, None)),
+            Err(
+                StoreError::Foreign(_)
+                | StoreError::NotOurs(_)
+                | StoreError::Corrupt { .. }
+                | StoreError::BadRecord { .. },
+            ) => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let mut aside = db.as_os_str().to_owned();
+                aside.push(format!(".broken-{stamp}"));
+                let aside = PathBuf::from(aside);
+                std::fs::rename(db, &aside).map_err(|source| StoreError::Io {
+                    path: db.to_owned(),
+                    source,
+                })?;
+                Ok((
+                    Index {
+                        store: Store::open_write(db)?,
+                    },
+                    Some(aside),
+                ))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Syncs one profile.
+    pub fn sync(&self, profile: &Profile, opts: &SyncOptions<'_>) -> Result<SyncReport, Error> {
+        Ok(sync::sync_profile(&self.store, profile, opts)?)
+    }
+
+    /// The top hits for `query` in `profile`.
+    pub fn search(
+        &self,
+        profile: &str,
+        query: &str,
+        opts: &SearchOptions,
+    ) -> Result<Vec<Hit>, Error> {
+        let txn = self.store.read()?;
+        Ok(Snapshot::open(&self.store, &txn, profile)?.search(query, opts)?)
+    }
+
+    /// Why `skill` scores what it does for `query`.
+    pub fn explain(
+        &self,
+        profile: &str,
+        query: &str,
+        skill: &str,
+        opts: &SearchOptions,
+    ) -> Result<Option<Explanation>, Error> {
+        let txn = self.store.read()?;
+        Ok(Snapshot::open(&self.store, &txn, profile)?.explain(query, skill, opts)?)
+    }
+
+    /// Every indexed skill of `profile`, by id.
+    pub fn list(&self, profile: &str) -> Result<Vec<SkillEntry>, Error> {
+        let txn = self.store.read()?;
+        let snap = Snapshot::open(&self.store, &txn, profile)?;
+        let mut out: Vec<SkillEntry> = snap
+            .all_docs()?
+            .into_iter()
+            .map(|(_, h, b)| SkillEntry {
+                id: h.id,
+                category: b.category,
+                description: b.description,
+                path: h.key,
+                inactive: h.inactive,
+                notes: b.notes,
+            })
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id).then_with(|| a.path.cmp(&b.path)));
+        Ok(out)
+    }
+
+    /// The profiles this index holds.
+    pub fn profiles(&self) -> Result<Vec<String>, Error> {
+        Ok(self
+            .store
+            .profiles()?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect())
+    }
+
+    /// Figures for `profile`.
+    pub fn stats(&self, profile: &str) -> Result<ProfileStats, Error> {
+        let txn = self.store.read()?;
+        let snap = Snapshot::open(&self.store, &txn, profile)?;
+        let tables = ProfileTables::new(profile);
+        let s = snap.stats();
+        let mut out = ProfileStats {
+            profile: profile.to_owned(),
+            home: self
+                .store
+                .profiles()?
+                .into_iter()
+                .find(|(n, _)| n == profile)
+                .map(|(_, i)| i.home),
+            active: s.docs,
+            generation: s.generation,
+            synced_at_ns: s.synced_at_ns,
+            avg_length: if s.docs == 0 {
+                0.0
+            } else {
+                s.sum_lens[crate::fields::Field::Seed as usize] as f64 / f64::from(s.docs)
+            },
+            ..Default::default()
+        };
+        if let Some(docs) = store::open_or_none(&self.store, &txn, tables.docs())? {
+            out.inactive = store::row_count(&self.store, &docs)?.saturating_sub(u64::from(s.docs));
+        }
+        if let Some(postings) = store::open_or_none(&self.store, &txn, tables.postings())? {
+            out.terms = store::row_count(&self.store, &postings)?;
+        }
+        if let Some(manifest) = store::open_or_none(&self.store, &txn, tables.manifest())? {
+            for row in manifest.iter().map_err(|e| self.store.err(e))? {
+                let (k, v) = row.map_err(|e| self.store.err(e))?;
+                let entry: ManifestEntry = decode(&self.store, v.value(), "manifest entry")?;
+                if let store::records::EntryState::Skipped(reason) = entry.state {
+                    out.skipped.push(Problem {
+                        path: PathBuf::from(k.value()),
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,31 @@
+//! skillidx: a persistent, incremental BM25 index of Hermes Agent skills.
+//!
+//! Data flows one way: files ([`scan`]) → parsed skills ([`skill`]) → terms
+//! ([`tokenize`], [`analyze`]) → the store ([`store`], written by [`sync`]) → queries
+//! ([`bm25`]). [`compact`] rewrites the `<available_skills>` block of a prompt. See
+//! `ARCHITECTURE.md` for the map and `docs/store.md` for the file format.
+
+#![warn(missing_docs)]
+
+pub mod analyze;
+pub mod bm25;
+pub mod cli;
+pub mod compact;
+pub mod config;
+pub mod fields;
+pub mod home;
+pub mod postings;
+pub mod scan;
+pub mod skill;
+pub mod store;
+pub mod sync;
+pub mod tokenize;
+
+#[path = "../migrations/mod.rs"]
+pub mod migrations;
+
+#[cfg(feature = "python")]
+mod python;
+
+mod index;
+pub use index::{Error, Index, ProfileStats, SkillEntry};

@@ -1,0 +1,1 @@
+//! The PyO3 bindings (built with `--features python`).

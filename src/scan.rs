@@ -1,0 +1,267 @@
+//! Finding SKILL.md files the way Hermes does, and stat-ing them.
+//!
+//! Hermes walks each skill root with symlinks followed, prunes VCS, cache and virtualenv
+//! folders anywhere, and does not descend into the support folders (`references/`,
+//! `templates/`, `assets/`, `scripts/`) of a folder that holds a SKILL.md. We walk the same
+//! way, but a symlink loop, an unreadable folder or a SKILL.md that is not a regular file
+//! becomes a [`Problem`] naming the path instead of an endless walk or a silent gap.
+
+use crate::config::HermesConfig;
+use crate::skill::{Location, Origin};
+use std::path::{Path, PathBuf};
+
+/// Folder names Hermes never descends into.
+pub const EXCLUDED_DIRS: [&str; 14] = [
+    ".git",
+    ".github",
+    ".hub",
+    ".archive",
+    ".venv",
+    "venv",
+    "node_modules",
+    "site-packages",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+];
+
+/// Folders inside a skill folder that hold support files, not skills.
+pub const SUPPORT_DIRS: [&str; 4] = ["references", "templates", "assets", "scripts"];
+
+/// The file name of a skill.
+pub const SKILL_FILE: &str = "SKILL.md";
+
+/// A directory that skills are found under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillRoot {
+    /// The directory.
+    pub path: PathBuf,
+    /// What kind of root it is.
+    pub origin: Origin,
+}
+
+/// The skill roots of a profile home, in Hermes' precedence order: the local skills,
+/// then `skills.external_dirs` in config order, then each plugin's `skills/` by name.
+pub fn skill_roots(home: &Path, config: &HermesConfig) -> Vec<SkillRoot> {
+    let mut roots = vec![SkillRoot {
+        path: home.join("skills"),
+        origin: Origin::Local,
+    }];
+    for (i, path) in config.external_roots(home).into_iter().enumerate() {
+        roots.push(SkillRoot {
+            path,
+            origin: Origin::External(i as u32),
+        });
+    }
+    let mut plugins: Vec<(String, PathBuf)> = std::fs::read_dir(home.join("plugins"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let skills = e.path().join("skills");
+            let name = e.file_name().into_string().ok()?;
+            skills.is_dir().then_some((name, skills))
+        })
+        .collect();
+    plugins.sort();
+    roots.extend(plugins.into_iter().map(|(name, path)| SkillRoot {
+        path,
+        origin: Origin::Plugin(name),
+    }));
+    roots
+}
+
+/// What a stat says about a file; a change in any part means the file may have changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileStat {
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// Status-change time, nanoseconds since the epoch (0 where unknown).
+    pub ctime_ns: i64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Inode number (0 where unknown).
+    pub ino: u64,
+}
+
+impl FileStat {
+    /// The stat of `meta`.
+    pub fn of(meta: &std::fs::Metadata) -> FileStat {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            FileStat {
+                mtime_ns: meta
+                    .mtime()
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(meta.mtime_nsec()),
+                ctime_ns: meta
+                    .ctime()
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(meta.ctime_nsec()),
+                size: meta.len(),
+                ino: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let mtime_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i64);
+            FileStat {
+                mtime_ns,
+                ctime_ns: 0,
+                size: meta.len(),
+                ino: 0,
+            }
+        }
+    }
+}
+
+/// A SKILL.md found by the walk.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The path as reached from its root (never canonicalised, so it stays inside the root).
+    pub path: PathBuf,
+    /// Root kind and path components.
+    pub location: Location,
+    /// Its stat, taken during the walk.
+    pub stat: FileStat,
+}
+
+impl Candidate {
+    /// The manifest key: the path as a string.
+    pub fn key(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+}
+
+/// Something the walk could not use, with the path it concerns.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Problem {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+/// Walks every root and returns the SKILL.md files found, sorted by path within each
+/// root, plus every problem met on the way.
+pub fn scan(roots: &[SkillRoot]) -> (Vec<Candidate>, Vec<Problem>) {
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    for root in roots {
+        walk_root(root, &mut found, &mut problems);
+    }
+    (found, problems)
+}
+
+fn walk_root(root: &SkillRoot, found: &mut Vec<Candidate>, problems: &mut Vec<Problem>) {
+    if !root.path.is_dir() {
+        return;
+    }
+    let walker = walkdir::WalkDir::new(&root.path)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| !e.file_type().is_dir() || e.depth() == 0 || keep_dir(e.path()));
+    let mut here = Vec::new();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(err) => {
+                problems.push(walk_problem(&root.path, err));
+                continue;
+            }
+        };
+        if entry.file_name() != SKILL_FILE || entry.file_type().is_dir() {
+            continue;
+        }
+        let path = entry.path().to_path_buf();
+        let meta = match entry.metadata() {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(Problem {
+                    path,
+                    reason: format!("cannot stat: {e}"),
+                });
+                continue;
+            }
+        };
+        if !meta.is_file() {
+            problems.push(Problem {
+                path,
+                reason: format!("not a regular file ({})", file_kind(&meta)),
+            });
+            continue;
+        }
+        let rel = match path.strip_prefix(&root.path) {
+            Ok(rel) => rel
+                .iter()
+                .map(|c| c.to_string_lossy().into_owned())
+                .collect(),
+            Err(_) => continue,
+        };
+        here.push(Candidate {
+            location: Location {
+                origin: root.origin.clone(),
+                rel,
+            },
+            stat: FileStat::of(&meta),
+            path,
+        });
+    }
+    // Hermes sorts the matched paths as strings, which orders `a-b/` before `a/`.
+    here.sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
+    found.extend(here);
+}
+
+fn keep_dir(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return true;
+    };
+    if EXCLUDED_DIRS.contains(&name) {
+        return false;
+    }
+    !(SUPPORT_DIRS.contains(&name) && path.parent().is_some_and(|p| p.join(SKILL_FILE).is_file()))
+}
+
+fn walk_problem(root: &Path, err: walkdir::Error) -> Problem {
+    let path = err
+        .path()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root.to_path_buf());
+    let reason = match (err.loop_ancestor(), err.io_error()) {
+        (Some(ancestor), _) => format!("symlink loop: leads back to {}", ancestor.display()),
+        (None, Some(io)) => format!("cannot read: {io}"),
+        (None, None) => err.to_string(),
+    };
+    Problem { path, reason }
+}
+
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}

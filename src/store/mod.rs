@@ -1,0 +1,529 @@
+//! The store: one redb file holding every profile's index.
+//!
+//! The file format and its invariants are written down in `docs/store.md`; keep the two
+//! in step. Every process opens the file in redb's multi-writer mode, so a gateway, CLI
+//! sessions and a cron sync share it: readers never wait for a writer and always see the
+//! last committed index, and a sync holds the write lock only while it applies changes it
+//! has already computed.
+
+pub mod records;
+
+use crate::fields::FieldStats;
+use records::*;
+use redb::{
+    ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
+    ReadableTableMetadata, TableDefinition, TableError, WriteTransaction,
+};
+use std::path::{Path, PathBuf};
+
+/// The layout version written by this build. See `migrations/`.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Bytes every redb file starts with.
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+/// Global key → value table: `schema_version`, `created_by`.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("skillidx.meta");
+/// Profile name → postcard [`ProfileInfo`].
+pub(crate) const PROFILES: TableDefinition<&str, &[u8]> = TableDefinition::new("skillidx.profiles");
+
+/// Page cache for a process that only queries: small, since a hub-sized index's hot
+/// postings fit in a few MiB and the process must stay lean.
+const READ_CACHE_BYTES: usize = 16 << 20;
+/// Page cache for a sync.
+const WRITE_CACHE_BYTES: usize = 128 << 20;
+
+/// What can go wrong with the index file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// There is no index file yet.
+    #[error("no index at {0}: run `skillidx sync` first")]
+    Missing(PathBuf),
+    /// The file is not a redb database at all.
+    #[error("{0} is not a skillidx index (not a redb database); move it away or run `skillidx sync --rebuild` to replace it")]
+    Foreign(PathBuf),
+    /// The file is a redb database written by something else.
+    #[error("{0} is a redb database but not a skillidx index; use another --db, or run `skillidx sync --rebuild` to replace it")]
+    NotOurs(PathBuf),
+    /// The file is damaged.
+    #[error("the index {path} is damaged ({detail}); run `skillidx sync --rebuild` to rebuild it from the skills")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What redb reported.
+        detail: String,
+    },
+    /// A newer skillidx wrote the file.
+    #[error("the index {path} has schema version {found}, newer than this skillidx understands ({SCHEMA_VERSION}); upgrade skillidx, or use another --db")]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: u64,
+    },
+    /// Opening or using the file failed at the I/O level.
+    #[error("cannot use the index {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A redb operation failed.
+    #[error("index {path}: {detail}")]
+    Redb {
+        /// The file.
+        path: PathBuf,
+        /// What redb reported.
+        detail: String,
+    },
+    /// A record did not decode.
+    #[error(
+        "index {path}: a stored record is unreadable ({detail}); run `skillidx sync --rebuild`"
+    )]
+    BadRecord {
+        /// The file.
+        path: PathBuf,
+        /// Which record.
+        detail: String,
+    },
+    /// A migration step failed.
+    #[error("migrating {path} from schema {from}: {detail}")]
+    Migration {
+        /// The file.
+        path: PathBuf,
+        /// The version migrated from.
+        from: u64,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// A result with a [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+enum Handle {
+    Read(ReadOnlyDatabase),
+    Write(Database),
+}
+
+/// An open index file.
+pub struct Store {
+    path: PathBuf,
+    handle: Handle,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens an existing index for queries.
+    ///
+    /// A file left needing repair by a killed sync is repaired through a writable open
+    /// first, since redb refuses to repair from a read-only handle.
+    pub fn open_read(path: &Path) -> Result<Store> {
+        check_file(path, false)?;
+        let mut builder = redb::Builder::new();
+        builder
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .set_cache_size(READ_CACHE_BYTES);
+        let store = match guard(path, || builder.open_read_only(path)) {
+            Ok(db) => Store {
+                path: path.to_owned(),
+                handle: Handle::Read(db),
+            },
+            Err(redb::DatabaseError::RepairAborted) => return Self::open_write(path),
+            Err(e) => return Err(database_error(path, e)),
+        };
+        match store.schema_version()? {
+            Some(SCHEMA_VERSION) => Ok(store),
+            Some(found) if found > SCHEMA_VERSION => Err(StoreError::NewerSchema {
+                path: path.to_owned(),
+                found,
+            }),
+            Some(_) => {
+                drop(store);
+                Self::open_write(path)
+            }
+            None => Err(StoreError::NotOurs(path.to_owned())),
+        }
+    }
+
+    /// Opens the index for syncing, creating it (readable by its owner only) when missing,
+    /// and bringing an older schema up to date.
+    pub fn open_write(path: &Path) -> Result<Store> {
+        let fresh = check_file(path, true)?;
+        if fresh {
+            create_private(path)?;
+        }
+        let mut builder = redb::Builder::new();
+        builder
+            .set_concurrency_mode(ConcurrencyMode::MultiWriter)
+            .set_cache_size(WRITE_CACHE_BYTES);
+        let db = guard(path, || builder.create(path)).map_err(|e| database_error(path, e))?;
+        let store = Store {
+            path: path.to_owned(),
+            handle: Handle::Write(db),
+        };
+        match store.schema_version()? {
+            Some(SCHEMA_VERSION) => {}
+            Some(found) if found > SCHEMA_VERSION => {
+                return Err(StoreError::NewerSchema {
+                    path: path.to_owned(),
+                    found,
+                })
+            }
+            Some(found) => crate::migrations::upgrade(&store, found)?,
+            None if store.is_empty()? => store.initialize()?,
+            None => return Err(StoreError::NotOurs(path.to_owned())),
+        }
+        Ok(store)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts a read transaction: a consistent snapshot of the last commit.
+    pub fn read(&self) -> Result<ReadTransaction> {
+        let r = match &self.handle {
+            Handle::Read(db) => guard(&self.path, || db.begin_read()),
+            Handle::Write(db) => guard(&self.path, || db.begin_read()),
+        };
+        r.map_err(|e| self.err(e))
+    }
+
+    /// Starts a write transaction, waiting while another process commits.
+    pub fn write(&self) -> Result<WriteTransaction> {
+        let Handle::Write(db) = &self.handle else {
+            return Err(StoreError::Redb {
+                path: self.path.clone(),
+                detail: "opened read-only".into(),
+            });
+        };
+        let mut txn = guard(&self.path, || db.begin_write()).map_err(|e| self.err(e))?;
+        // Every sync is one transaction; losing it on power failure would only cost a re-sync,
+        // but readers in other processes must never see a commit that is not on disk.
+        txn.set_durability(redb::Durability::Immediate)
+            .map_err(|e| self.err(e))?;
+        Ok(txn)
+    }
+
+    /// Commits `txn`.
+    pub fn commit(&self, txn: WriteTransaction) -> Result<()> {
+        guard(&self.path, || txn.commit()).map_err(|e| self.err(e))
+    }
+
+    /// Wraps any redb error for this file.
+    pub fn err(&self, e: impl std::fmt::Display) -> StoreError {
+        let detail = e.to_string();
+        if detail.contains("orrupt") {
+            StoreError::Corrupt {
+                path: self.path.clone(),
+                detail,
+            }
+        } else {
+            StoreError::Redb {
+                path: self.path.clone(),
+                detail,
+            }
+        }
+    }
+
+    /// Wraps a record that failed to decode.
+    pub fn bad_record(&self, what: impl std::fmt::Display) -> StoreError {
+        StoreError::BadRecord {
+            path: self.path.clone(),
+            detail: what.to_string(),
+        }
+    }
+
+    fn schema_version(&self) -> Result<Option<u64>> {
+        let txn = self.read()?;
+        let table = match txn.open_table(META) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(self.err(e)),
+        };
+        let Some(v) = table.get("schema_version").map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        let bytes: [u8; 8] = v
+            .value()
+            .try_into()
+            .map_err(|_| self.bad_record("schema_version"))?;
+        Ok(Some(u64::from_le_bytes(bytes)))
+    }
+
+    fn is_empty(&self) -> Result<bool> {
+        let txn = self.read()?;
+        let empty = txn.list_tables().map_err(|e| self.err(e))?.next().is_none();
+        Ok(empty)
+    }
+
+    fn initialize(&self) -> Result<()> {
+        let txn = self.write()?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            // Another process may have initialised it between our check and our lock.
+            if meta
+                .get("schema_version")
+                .map_err(|e| self.err(e))?
+                .is_none()
+            {
+                meta.insert("schema_version", SCHEMA_VERSION.to_le_bytes().as_slice())
+                    .map_err(|e| self.err(e))?;
+                let by = format!("skillidx {}", env!("CARGO_PKG_VERSION"));
+                meta.insert("created_by", by.as_bytes())
+                    .map_err(|e| self.err(e))?;
+            }
+            txn.open_table(PROFILES).map_err(|e| self.err(e))?;
+        }
+        self.commit(txn)
+    }
+
+    /// Writes the schema version (used by migrations).
+    pub(crate) fn set_schema_version(&self, txn: &WriteTransaction, version: u64) -> Result<()> {
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        meta.insert("schema_version", version.to_le_bytes().as_slice())
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The profiles the index holds.
+    pub fn profiles(&self) -> Result<Vec<(String, ProfileInfo)>> {
+        let txn = self.read()?;
+        let table = match txn.open_table(PROFILES) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            out.push((
+                k.value().to_owned(),
+                decode(self, v.value(), "profile info")?,
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// The names of one profile's tables.
+#[derive(Debug, Clone)]
+pub struct ProfileTables {
+    manifest: String,
+    docs: String,
+    terms: String,
+    postings: String,
+    state: String,
+}
+
+impl ProfileTables {
+    /// The tables of `profile`.
+    pub fn new(profile: &str) -> ProfileTables {
+        ProfileTables {
+            manifest: format!("profile.{profile}.manifest"),
+            docs: format!("profile.{profile}.docs"),
+            terms: format!("profile.{profile}.terms"),
+            postings: format!("profile.{profile}.postings"),
+            state: format!("profile.{profile}.state"),
+        }
+    }
+
+    /// path → postcard [`ManifestEntry`].
+    pub fn manifest(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
+        TableDefinition::new(&self.manifest)
+    }
+    /// doc id → postcard ([`DocHead`], [`DocBody`]).
+    pub fn docs(&self) -> TableDefinition<'_, u32, &'static [u8]> {
+        TableDefinition::new(&self.docs)
+    }
+    /// doc id → postcard `Vec<TermEntry>`: the forward index.
+    pub fn terms(&self) -> TableDefinition<'_, u32, &'static [u8]> {
+        TableDefinition::new(&self.terms)
+    }
+    /// term → postings list (see [`crate::postings`]).
+    pub fn postings(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
+        TableDefinition::new(&self.postings)
+    }
+    /// `stats` → [`CorpusStats`], `config` → [`ConfigSnapshot`], `platform_hidden` →
+    /// [`PlatformHidden`].
+    pub fn state(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
+        TableDefinition::new(&self.state)
+    }
+
+    /// Every table, for dropping a profile.
+    pub fn all_names(&self) -> [&str; 5] {
+        [
+            &self.manifest,
+            &self.docs,
+            &self.terms,
+            &self.postings,
+            &self.state,
+        ]
+    }
+}
+
+/// Decodes a postcard record, naming it on failure.
+pub fn decode<T: serde::de::DeserializeOwned>(
+    store: &Store,
+    bytes: &[u8],
+    what: &str,
+) -> Result<T> {
+    postcard::from_bytes(bytes).map_err(|e| store.bad_record(format!("{what}: {e}")))
+}
+
+/// Decodes the head of a document record without the body.
+pub fn decode_head(store: &Store, bytes: &[u8]) -> Result<DocHead> {
+    postcard::take_from_bytes::<DocHead>(bytes)
+        .map(|(h, _)| h)
+        .map_err(|e| store.bad_record(format!("document head: {e}")))
+}
+
+/// Encodes a postcard record.
+pub fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_allocvec(value).expect("postcard serialization into a Vec cannot fail")
+}
+
+/// Opens a table in a read transaction; a table that does not exist yet reads as `None`.
+pub fn open_or_none<K: redb::Key + 'static, V: redb::Value + 'static>(
+    store: &Store,
+    txn: &ReadTransaction,
+    def: TableDefinition<K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>> {
+    match txn.open_table(def) {
+        Ok(t) => Ok(Some(t)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(store.err(e)),
+    }
+}
+
+/// Reads the forward index of `doc`.
+pub fn read_terms(
+    store: &Store,
+    table: &impl ReadableTable<u32, &'static [u8]>,
+    doc: u32,
+) -> Result<Vec<(String, FieldStats)>> {
+    match table.get(doc).map_err(|e| store.err(e))? {
+        Some(v) => decode(store, v.value(), "forward index"),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Number of rows in a table, for `stats`.
+pub fn row_count(store: &Store, table: &impl ReadableTableMetadata) -> Result<u64> {
+    table.len().map_err(|e| store.err(e))
+}
+
+/// Runs a redb call, turning a panic inside redb (which a damaged file can cause) into an
+/// error instead of taking the process down.
+fn guard<T, E>(path: &Path, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+where
+    E: std::fmt::Display + From<redb::StorageError>,
+{
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "redb panicked".into());
+            Err(E::from(redb::StorageError::Corrupted(format!(
+                "{}: {msg}",
+                path.display()
+            ))))
+        }
+    }
+}
+
+/// Checks that `path` is absent, empty or starts like a redb file. Returns whether it is
+/// absent or empty.
+fn check_file(path: &Path, may_create: bool) -> Result<bool> {
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return if may_create {
+                Ok(true)
+            } else {
+                Err(StoreError::Missing(path.to_owned()))
+            };
+        }
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    let mut head = [0u8; REDB_MAGIC.len()];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+        }
+    }
+    match got {
+        0 if may_create => Ok(true),
+        0 => Err(StoreError::Missing(path.to_owned())),
+        n if n < head.len() || head != REDB_MAGIC => Err(StoreError::Foreign(path.to_owned())),
+        _ => Ok(false),
+    }
+}
+
+fn create_private(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path).map(drop).map_err(|source| StoreError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn database_error(path: &Path, e: redb::DatabaseError) -> StoreError {
+    match e {
+        redb::DatabaseError::Storage(redb::StorageError::Io(source)) => StoreError::Io {
+            path: path.to_owned(),
+            source,
+        },
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(detail)) => {
+            StoreError::Corrupt {
+                path: path.to_owned(),
+                detail,
+            }
+        }
+        redb::DatabaseError::UpgradeRequired(v) => StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: format!("written by an old redb (file format {v})"),
+        },
+        other => StoreError::Redb {
+            path: path.to_owned(),
+            detail: other.to_string(),
+        },
+    }
+}

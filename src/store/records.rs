@@ -1,0 +1,128 @@
+//! The values stored in the index's tables, encoded with postcard.
+//!
+//! Changing any of these types changes the file format: bump
+//! [`SCHEMA_VERSION`](super::SCHEMA_VERSION) and add a step to `migrations/`.
+
+use crate::fields::FIELD_COUNT;
+use crate::scan::FileStat;
+use crate::skill::{Conditions, Origin};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What a sync learnt about one SKILL.md path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestEntry {
+    /// The stat when it was hashed.
+    pub stat: FileStat,
+    /// blake3 of the bytes.
+    pub hash: [u8; 32],
+    /// When (ns since the epoch) the sync that hashed it started; a file modified within
+    /// [`RACY_WINDOW_NS`] of that could change again without its stat changing, so it is
+    /// hashed again by later syncs until it is older.
+    pub verified_at_ns: i64,
+    /// What came of it.
+    pub state: EntryState,
+}
+
+/// How close to the hashing moment a modification time makes a stat untrustworthy.
+pub const RACY_WINDOW_NS: i64 = 2_000_000_000;
+
+impl ManifestEntry {
+    /// Whether an unchanged stat is enough to trust that the bytes did not change.
+    pub fn stat_is_trustworthy(&self) -> bool {
+        self.stat.mtime_ns < self.verified_at_ns - RACY_WINDOW_NS
+    }
+}
+
+/// The outcome of indexing one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EntryState {
+    /// Indexed as this document.
+    Indexed(u32),
+    /// Skipped, for this reason.
+    Skipped(String),
+}
+
+/// The part of a document record that syncs read for every document: enough to decide
+/// which skills are offered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocHead {
+    /// The skill id.
+    pub id: String,
+    /// The frontmatter name.
+    pub name: String,
+    /// The folder name.
+    pub dir_name: String,
+    /// Precedence in a clash of ids: lower wins (local, then external dirs, then plugins).
+    pub rank: u32,
+    /// The manifest key (path) of its SKILL.md.
+    pub key: String,
+    /// Whether its `platforms` allow the OS the index was built on.
+    pub os_ok: bool,
+    /// Per field, its length in terms.
+    pub lens: [u32; FIELD_COUNT],
+    /// `None` when the skill is offered, else why not.
+    pub inactive: Option<String>,
+}
+
+/// The rest of a document record: what a hit shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocBody {
+    /// The category path.
+    pub category: String,
+    /// The description.
+    pub description: String,
+    /// Where it was found.
+    pub origin: Origin,
+    /// Its `platforms` list.
+    pub platforms: Vec<String>,
+    /// Its triggers.
+    pub triggers: Vec<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// Its offer-time conditions.
+    pub conditions: Conditions,
+    /// Parser fallbacks taken.
+    pub notes: Vec<String>,
+}
+
+/// One term of a document's forward index: what to take out of the postings when the
+/// document changes or stops being offered.
+pub type TermEntry = (String, crate::fields::FieldStats);
+
+/// Per-profile corpus statistics over the offered documents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorpusStats {
+    /// Offered documents.
+    pub docs: u32,
+    /// Per field, the sum of lengths over offered documents.
+    pub sum_lens: [u64; FIELD_COUNT],
+    /// The next unused document id.
+    pub next_doc: u32,
+    /// Bumped by every commit that changes the profile.
+    pub generation: u64,
+    /// When the last committing sync started (ns since the epoch).
+    pub synced_at_ns: i64,
+    /// The OS the activity of documents was decided for.
+    pub os: String,
+}
+
+/// The configuration a sync applied, kept to notice when it changes and to answer
+/// per-platform queries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigSnapshot {
+    /// `skills.disabled`.
+    pub disabled: Vec<String>,
+    /// `skills.platform_disabled`, names as written.
+    pub platform_disabled: BTreeMap<String, Vec<String>>,
+}
+
+/// Per messaging platform, the offered documents hidden there.
+pub type PlatformHidden = BTreeMap<String, Vec<u32>>;
+
+/// What the index knows of a profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileInfo {
+    /// The profile's home directory.
+    pub home: String,
+}

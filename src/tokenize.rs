@@ -1,0 +1,161 @@
+//! The tokenizer: text → lowercase terms, with CJK runs split into bigrams.
+//!
+//! It follows the seed plugin's rules so that its users get the same terms:
+//! NFKC, lowercase, anything that is not a letter, digit or `_` separates, and inside a
+//! token every run of CJK characters (unified ideographs with extensions A and B, kana in
+//! full and half width, Hangul syllables) is split from the rest. A CJK run of three or
+//! more characters becomes its overlapping bigrams; a shorter run stays whole. The
+//! non-CJK part of a mixed token survives, so `用python写` yields `用`, `python`, `写`.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Is `c` one of the CJK characters whose runs are split into bigrams?
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x309F        // Hiragana
+        | 0x30A0..=0x30FF      // Katakana
+        | 0x31F0..=0x31FF      // Katakana phonetic extensions
+        | 0xFF65..=0xFF9F      // Half-width katakana
+        | 0x3400..=0x4DBF      // CJK unified ideographs extension A
+        | 0x4E00..=0x9FFF      // CJK unified ideographs
+        | 0x20000..=0x2A6DF    // CJK unified ideographs extension B
+        | 0xAC00..=0xD7A3      // Hangul syllables
+    )
+}
+
+fn is_token_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Tokenizes `text`, calling `emit` for every term in order.
+///
+/// Emitting through a callback lets the caller count terms without collecting them.
+pub fn tokenize_with(text: &str, mut emit: impl FnMut(&str)) {
+    let normalized: String = if text.is_ascii() {
+        text.to_ascii_lowercase()
+    } else {
+        text.nfkc().flat_map(char::to_lowercase).collect()
+    };
+    let mut run = String::new();
+    let mut run_is_cjk = false;
+    let mut bigram = String::new();
+    let mut flush = |run: &mut String, cjk: bool, emit: &mut dyn FnMut(&str)| {
+        if run.is_empty() {
+            return;
+        }
+        if cjk && run.chars().nth(2).is_some() {
+            let chars: Vec<char> = run.chars().collect();
+            for pair in chars.windows(2) {
+                bigram.clear();
+                bigram.extend(pair);
+                emit(&bigram);
+            }
+        } else {
+            emit(run);
+        }
+        run.clear();
+    };
+    for c in normalized.chars() {
+        if !is_token_char(c) {
+            flush(&mut run, run_is_cjk, &mut emit);
+            continue;
+        }
+        let cjk = is_cjk(c);
+        if cjk != run_is_cjk {
+            flush(&mut run, run_is_cjk, &mut emit);
+            run_is_cjk = cjk;
+        }
+        run.push(c);
+    }
+    flush(&mut run, run_is_cjk, &mut emit);
+}
+
+/// Tokenizes `text` into a vector of terms.
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    tokenize_with(text, |t| out.push(t.to_owned()));
+    out
+}
+
+/// The CJK runs of `text`, in order, joined by single spaces, cut to at most `max_chars`
+/// characters.
+///
+/// The seed indexes these from the start of a skill's body so that a Chinese, Japanese
+/// or Korean request matches a skill whose metadata is written in English.
+pub fn cjk_runs(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0usize;
+    let mut in_run = false;
+    for c in text.chars() {
+        if count >= max_chars {
+            break;
+        }
+        if is_cjk(c) {
+            if !in_run && !out.is_empty() {
+                out.push(' ');
+                count += 1;
+                if count >= max_chars {
+                    break;
+                }
+            }
+            out.push(c);
+            count += 1;
+            in_run = true;
+        } else {
+            in_run = false;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn punctuation_separates_and_case_folds() {
+        assert_eq!(
+            tokenize("Hello, World! foo-bar"),
+            ["hello", "world", "foo", "bar"]
+        );
+        assert_eq!(tokenize("snake_case stays"), ["snake_case", "stays"]);
+    }
+
+    #[test]
+    fn nfkc_folds_full_width_forms() {
+        assert_eq!(tokenize("ＰＤＦ２ＭＤ"), ["pdf2md"]);
+        // Half-width katakana become full width before the run is split.
+        assert_eq!(tokenize("ｶﾀｶﾅ"), ["カタ", "タカ", "カナ"]);
+    }
+
+    #[test]
+    fn cjk_runs_of_three_or_more_become_bigrams() {
+        assert_eq!(tokenize("数据分析"), ["数据", "据分", "分析"]);
+        assert_eq!(tokenize("分析"), ["分析"]);
+        assert_eq!(tokenize("맞춤법 검사기"), ["맞춤", "춤법", "검사", "사기"]);
+        assert_eq!(
+            tokenize("議事録を作成"),
+            ["議事", "事録", "録を", "を作", "作成"]
+        );
+    }
+
+    #[test]
+    fn the_latin_part_of_a_mixed_token_survives() {
+        assert_eq!(tokenize("用python写"), ["用", "python", "写"]);
+        assert_eq!(tokenize("用python写脚本"), ["用", "python", "写脚", "脚本"]);
+    }
+
+    #[test]
+    fn extension_b_ideographs_are_cjk() {
+        assert!(is_cjk('\u{20000}'));
+        assert!(is_cjk('한'));
+        assert!(!is_cjk('a'));
+    }
+
+    #[test]
+    fn cjk_runs_are_joined_and_capped() {
+        assert_eq!(cjk_runs("use 数据 and 分析 now", 200), "数据 分析");
+        assert_eq!(cjk_runs("数据分析", 2), "数据");
+        assert_eq!(cjk_runs("no cjk here", 200), "");
+    }
+}
