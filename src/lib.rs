@@ -13,6 +13,7 @@ pub mod cli;
 pub mod compact;
 pub mod config;
 pub mod fields;
+pub mod freshness;
 pub mod home;
 pub mod postings;
 pub mod scan;
