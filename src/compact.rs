@@ -1,1 +1,309 @@
 //! Names-only compaction of the `<available_skills>` block of a system prompt.
+//!
+//! Hermes (`agent/prompt_builder.build_skills_system_prompt`, 0.19.0) renders every offered
+//! skill with a description cut to 60 characters:
+//!
+//! ```text
+//! <available_skills>
+//!   devops: Build, deploy and operate infrastructure
+//!     - docker-cleanup: Remove dangling Docker images, stopped containers and unu...
+//!     - terraform-plan
+//!   mlops [names only]: axolotl, serving-llms-vllm
+//! </available_skills>
+//! ```
+//!
+//! [`compact_available_skills`] rewrites each such block to names only, **one line per
+//! category** (the same shape Hermes itself uses for its demoted `[names only]` categories):
+//!
+//! ```text
+//! <available_skills>
+//!   devops: docker-cleanup, terraform-plan
+//!   mlops [names only]: axolotl, serving-llms-vllm
+//! </available_skills>
+//! ```
+//!
+//! Why one line per category rather than keeping `    - name` lines: each skill line costs
+//! an indent, a dash and a newline (about three tokens with cl100k) where `, ` costs one, so
+//! the one-line form saves roughly two more tokens per skill; measured on the ~2,800 skills
+//! of the shared corpus it is the difference between ~27K and ~21K tokens for the block
+//! (see `docs/hermes-plugin.md`). The category description is dropped with the skill
+//! descriptions: the plugin injects the relevant descriptions per turn.
+//!
+//! Rules (every line of the block's inside is classified):
+//! - `    - name: desc` (four spaces, dash): a skill; its name is the text up to the first
+//!   `": "`, so `plugin:skill`, `[project] name` and names with a bare `:` stay whole.
+//! - `  category …` (two spaces, then a non-space) starts a category; its name is the text up
+//!   to the first `": "`, or the line without its trailing `:`. A category line carrying
+//!   `[names only]`, and a category line followed by no skill line (already compact, or a
+//!   shape this code does not know), is kept verbatim: this is what makes the rewrite
+//!   idempotent.
+//! - Any other line (the column-0 continuation of a multi-line `|` description, or anything
+//!   unrecognised inside a category) belongs to the previous description and is dropped;
+//!   such lines before the first category are kept.
+//!
+//! Text outside the blocks is returned byte for byte; a prompt without a (closed) block is
+//! returned unchanged.
+
+/// The opening tag of the block.
+pub const OPEN_TAG: &str = "<available_skills>";
+/// The closing tag of the block.
+pub const CLOSE_TAG: &str = "</available_skills>";
+
+/// Rewrites every `<available_skills>…</available_skills>` block in `text` to names only,
+/// one line per category (see the module documentation); everything else is untouched.
+pub fn compact_available_skills(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find(OPEN_TAG) {
+        let inner_start = open + OPEN_TAG.len();
+        let Some(close_rel) = rest[inner_start..].find(CLOSE_TAG) else {
+            break;
+        };
+        let inner_end = inner_start + close_rel;
+        out.push_str(&rest[..inner_start]);
+        out.push_str(&compact_inner(&rest[inner_start..inner_end]));
+        out.push_str(CLOSE_TAG);
+        rest = &rest[inner_end + CLOSE_TAG.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `text` holds an `<available_skills>` block that compaction would change.
+pub fn has_available_skills(text: &str) -> bool {
+    text.contains(OPEN_TAG) && text.contains(CLOSE_TAG)
+}
+
+/// One category being collected.
+struct Category<'a> {
+    /// The header line as written.
+    header: &'a str,
+    /// The category name, when the header is a plain (not demoted) one.
+    name: Option<&'a str>,
+    /// Skill names in order.
+    skills: Vec<&'a str>,
+}
+
+impl Category<'_> {
+    fn render(&self, out: &mut Vec<String>) {
+        match self.name {
+            Some(name) if !self.skills.is_empty() => {
+                out.push(format!("  {name}: {}", self.skills.join(", ")));
+            }
+            _ => out.push(self.header.to_owned()),
+        }
+    }
+}
+
+/// Compacts the inside of one block (the text between the tags, newlines included).
+fn compact_inner(inner: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut current: Option<Category<'_>> = None;
+    let parts: Vec<&str> = inner.split('\n').collect();
+    let last = parts.len().saturating_sub(1);
+    for (i, line) in parts.iter().copied().enumerate() {
+        // The empty pieces around the tags' own newlines are kept as they are.
+        if line.is_empty() && (i == 0 || i == last) {
+            if let Some(c) = current.take() {
+                c.render(&mut lines);
+            }
+            lines.push(String::new());
+            continue;
+        }
+        if let Some(entry) = line.strip_prefix("    - ") {
+            match current.as_mut() {
+                Some(c) => c.skills.push(label(entry)),
+                None => lines.push(line.to_owned()),
+            }
+        } else if is_category_line(line) {
+            if let Some(c) = current.take() {
+                c.render(&mut lines);
+            }
+            current = Some(Category {
+                header: line,
+                name: category_name(line),
+                skills: Vec::new(),
+            });
+        } else if current.is_none() {
+            lines.push(line.to_owned());
+        }
+        // Else: a description's continuation line, dropped with the description.
+    }
+    if let Some(c) = current.take() {
+        c.render(&mut lines);
+    }
+    lines.join("\n")
+}
+
+/// `  x…`: exactly two spaces, then a non-space.
+fn is_category_line(line: &str) -> bool {
+    line.strip_prefix("  ")
+        .and_then(|r| r.chars().next())
+        .is_some_and(|c| !c.is_whitespace())
+}
+
+/// The name of a plain category header, or `None` for a demoted (`[names only]`) one.
+fn category_name(line: &str) -> Option<&str> {
+    let body = &line[2..];
+    if body.contains("[names only]") {
+        return None;
+    }
+    Some(match body.find(": ") {
+        Some(i) => &body[..i],
+        None => body.strip_suffix(':').unwrap_or(body),
+    })
+}
+
+/// The name part of `name: description`.
+fn label(entry: &str) -> &str {
+    match entry.find(": ") {
+        Some(i) => &entry[..i],
+        None => entry.trim_end(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/prompts")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+    }
+
+    /// The block of `text`, tags included.
+    fn block(text: &str) -> &str {
+        let i = text.find(OPEN_TAG).expect("open tag");
+        let j = text.find(CLOSE_TAG).expect("close tag") + CLOSE_TAG.len();
+        &text[i..j]
+    }
+
+    fn outside(text: &str) -> (String, String) {
+        let i = text.find(OPEN_TAG).expect("open tag");
+        let j = text.rfind(CLOSE_TAG).expect("close tag") + CLOSE_TAG.len();
+        (text[..i].to_owned(), text[j..].to_owned())
+    }
+
+    #[test]
+    fn typical_block_becomes_one_line_per_category() {
+        let text = fixture("typical.txt");
+        let out = compact_available_skills(&text);
+        assert_eq!(
+            block(&out),
+            "<available_skills>\n  devops: docker-cleanup, kubernetes-debugging, terraform-plan\n  mlops: axolotl, serving-llms-vllm\n</available_skills>"
+        );
+        assert_eq!(outside(&out), outside(&text));
+        assert!(out.len() < text.len());
+    }
+
+    #[test]
+    fn demoted_categories_are_kept_verbatim() {
+        let text = fixture("demoted.txt");
+        let out = compact_available_skills(&text);
+        assert_eq!(
+            block(&out),
+            "<available_skills>\n  devops: docker-cleanup, kubernetes-debugging, terraform-plan\n  mlops [names only]: axolotl, serving-llms-vllm\n</available_skills>"
+        );
+        // The footnote after the block survives byte for byte.
+        assert_eq!(outside(&out), outside(&text));
+        assert!(out.contains("(Categories marked [names only] are outside"));
+    }
+
+    #[test]
+    fn layout_block_keeps_nested_categories() {
+        let out = compact_available_skills(&fixture("layout.txt"));
+        assert_eq!(
+            block(&out),
+            "<available_skills>\n  creative: ascii-art\n  devops: docker-cleanup\n  general: root-skill\n  note-taker: note-taker\n  research/papers: arxiv-search\n</available_skills>"
+        );
+    }
+
+    #[test]
+    fn odd_frontmatter_drops_continuation_lines() {
+        let out = compact_available_skills(&fixture("odd_frontmatter.txt"));
+        assert_eq!(
+            block(&out),
+            "<available_skills>\n  misc: bom-skill, broken-yaml, exactly-60, literal-desc, nihongo, nofront, quoted, sixty-one\n</available_skills>"
+        );
+    }
+
+    #[test]
+    fn quirky_names_are_kept() {
+        let out = compact_available_skills(&fixture("quirks.txt"));
+        assert!(block(&out).contains("  z: 123, None, Zeta-Upper, alpha-lower, same-name\n"));
+    }
+
+    #[test]
+    fn whole_request_prompt_only_the_block_changes() {
+        let text = fixture("system_prompt.txt");
+        let out = compact_available_skills(&text);
+        assert_eq!(outside(&out), outside(&text));
+        assert_ne!(block(&out), block(&text));
+        assert!(!block(&out).contains("    - "));
+    }
+
+    #[test]
+    fn newer_forms_stay_whole() {
+        let text = "<available_skills>\n  org:acme/devops: Org skills\n    - plugin:kanban-board: Manage a board\n    - [project] deploy-app: Deploy it\n    - a:b\n  [project] tools:\n    - lint\n</available_skills>";
+        assert_eq!(
+            compact_available_skills(text),
+            "<available_skills>\n  org:acme/devops: plugin:kanban-board, [project] deploy-app, a:b\n  [project] tools: lint\n</available_skills>"
+        );
+    }
+
+    #[test]
+    fn idempotent_on_every_fixture() {
+        for f in [
+            "typical.txt",
+            "demoted.txt",
+            "layout.txt",
+            "odd_frontmatter.txt",
+            "quirks.txt",
+            "system_prompt.txt",
+        ] {
+            let once = compact_available_skills(&fixture(f));
+            assert_eq!(compact_available_skills(&once), once, "{f}");
+        }
+        // The line-per-name form other compactors produce is accepted too.
+        let seedish = "<available_skills>\n  devops:\n    - docker-cleanup\n</available_skills>";
+        let once = compact_available_skills(seedish);
+        assert_eq!(
+            once,
+            "<available_skills>\n  devops: docker-cleanup\n</available_skills>"
+        );
+        assert_eq!(compact_available_skills(&once), once);
+    }
+
+    #[test]
+    fn text_without_a_block_is_unchanged() {
+        for t in [
+            "",
+            "no block here",
+            "<available_skills> but never closed\n    - a: b",
+            "</available_skills> before <available_skills>",
+            "tabs\tand\r\nCRLF\u{feff}",
+        ] {
+            assert_eq!(compact_available_skills(t), t);
+        }
+    }
+
+    #[test]
+    fn every_block_is_rewritten() {
+        let one = "<available_skills>\n  a:\n    - x: y\n</available_skills>";
+        let text = format!("pre {one} mid {one} post");
+        assert_eq!(
+            compact_available_skills(&text),
+            "pre <available_skills>\n  a: x\n</available_skills> mid <available_skills>\n  a: x\n</available_skills> post"
+        );
+    }
+
+    #[test]
+    fn empty_block_is_unchanged() {
+        let t = "x<available_skills>\n</available_skills>y";
+        assert_eq!(compact_available_skills(t), t);
+        let t = "x<available_skills></available_skills>y";
+        assert_eq!(compact_available_skills(t), t);
+    }
+}
