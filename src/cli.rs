@@ -320,7 +320,7 @@ fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> 
         }
         index
     } else {
-        Index::open_writable(&ctx.db)?
+        Index::open_for_sync(&ctx.db)?
     };
     let mut reports = Vec::new();
     for profile in &profiles {

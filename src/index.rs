@@ -90,6 +90,16 @@ impl Index {
         })
     }
 
+    /// Opens an index for syncing: read-only while it exists, so a sync that finds nothing
+    /// changed leaves the file untouched (it opens the file for writing only to commit).
+    pub fn open_for_sync(db: &Path) -> Result<Index, Error> {
+        match Store::open_read(db) {
+            Ok(store) => Ok(Index { store }),
+            Err(StoreError::Missing(_)) => Self::open_writable(db),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Opens an index for `sync --rebuild`: a file that is damaged or not an index is moved
     /// aside (to `<file>.broken-<time>`) and replaced, as the user asked for a fresh one.
     pub fn open_for_rebuild(db: &Path) -> Result<(Index, Option<PathBuf>), Error> {

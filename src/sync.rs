@@ -149,11 +149,11 @@ pub fn sync_profile(
     report.skipped.extend(problems);
 
     let base = if opts.rebuild {
-        HashMap::new()
+        Base::default()
     } else {
-        read_manifest(store, &tables)?
+        Base::read(store, &tables)?
     };
-    let observed = observe(candidates, &base, opts.progress);
+    let observed = observe(candidates, &base.manifest, opts.progress);
     report.hashed = observed
         .iter()
         .filter(|o| !matches!(o.observation, Observation::StatUnchanged))
@@ -162,15 +162,31 @@ pub fn sync_profile(
         .iter()
         .filter(|o| matches!(o.observation, Observation::Changed { .. }))
         .count();
+    let snapshot = ConfigSnapshot::of(&config);
+    if !opts.rebuild && base.is_current(&observed, &snapshot, &os, started_ns) {
+        // Nothing to write: do not even open the file for writing.
+        base.report_unchanged(&observed, &mut report);
+        report.generation = base.stats.generation;
+        report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        return Ok(report);
+    }
 
+    let writer;
+    let store = if store.is_writable() {
+        store
+    } else {
+        writer = Store::open_write(store.path())?;
+        &writer
+    };
     let wait = Instant::now();
     let txn = store.write()?;
     report.lock_wait_ms = wait.elapsed().as_secs_f64() * 1e3;
+    let base = base.manifest;
     let mut apply = Apply::new(store, &tables, &txn, os, started_ns);
     if opts.rebuild {
         apply.clear()?;
     }
-    apply.run(&base, observed, &config, &mut report)?;
+    apply.run(&base, observed, &snapshot, &mut report)?;
     let changed = apply.changed;
     let generation = apply.stats.generation;
     drop(apply);
@@ -194,6 +210,95 @@ pub fn sync_profile(
     report.warnings.sort_by(|a, b| a.path.cmp(&b.path));
     report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(report)
+}
+
+/// What the last commit says about a profile, read before any lock is taken.
+#[derive(Default)]
+struct Base {
+    manifest: HashMap<String, ManifestEntry>,
+    snapshot: Option<ConfigSnapshot>,
+    stats: CorpusStats,
+    docs: u64,
+}
+
+impl Base {
+    fn read(store: &Store, tables: &ProfileTables) -> Result<Base, StoreError> {
+        let manifest = read_manifest(store, tables)?;
+        let txn = store.read()?;
+        let mut base = Base {
+            manifest,
+            ..Default::default()
+        };
+        if let Some(state) = store::open_or_none(store, &txn, tables.state())? {
+            if let Some(v) = state.get("stats").map_err(|e| store.err(e))? {
+                base.stats = decode(store, v.value(), "corpus stats")?;
+            }
+            if let Some(v) = state.get("config").map_err(|e| store.err(e))? {
+                base.snapshot = Some(decode(store, v.value(), "config snapshot")?);
+            }
+        }
+        if let Some(docs) = store::open_or_none(store, &txn, tables.docs())? {
+            base.docs = store::row_count(store, &docs)?;
+        }
+        Ok(base)
+    }
+
+    /// Whether the observations and the configuration match the last commit exactly, so
+    /// that a sync has nothing to write.
+    fn is_current(
+        &self,
+        observed: &[Observed],
+        snapshot: &ConfigSnapshot,
+        os: &str,
+        started_ns: i64,
+    ) -> bool {
+        if self.snapshot.as_ref() != Some(snapshot)
+            || self.stats.os != os
+            || observed.len() != self.manifest.len()
+        {
+            return false;
+        }
+        observed.iter().all(|o| {
+            let Some(entry) = self.manifest.get(&o.candidate.key()) else {
+                return false;
+            };
+            match &o.observation {
+                Observation::StatUnchanged => true,
+                Observation::SameBytes { hash } => {
+                    entry.hash == *hash && !needs_restat(entry, &o.candidate, started_ns)
+                }
+                _ => false,
+            }
+        })
+    }
+
+    fn report_unchanged(&self, observed: &[Observed], report: &mut SyncReport) {
+        for o in observed {
+            match self.manifest.get(&o.candidate.key()).map(|e| &e.state) {
+                Some(EntryState::Skipped(reason)) => report.skipped.push(Problem {
+                    path: o.candidate.path.clone(),
+                    reason: reason.clone(),
+                }),
+                Some(EntryState::Indexed(_)) => report.unchanged += 1,
+                None => {}
+            }
+        }
+        report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        report.active = self.stats.docs as usize;
+        report.inactive = (self.docs as usize).saturating_sub(report.active);
+    }
+}
+
+/// Whether a file whose bytes are unchanged still needs its manifest entry rewritten: its
+/// stat changed, or it was racily clean and has now settled, so later syncs can trust the
+/// stat again.
+fn needs_restat(entry: &ManifestEntry, candidate: &Candidate, started_ns: i64) -> bool {
+    let fresh = ManifestEntry {
+        stat: candidate.stat,
+        verified_at_ns: started_ns,
+        ..entry.clone()
+    };
+    entry.stat != candidate.stat || (!entry.stat_is_trustworthy() && fresh.stat_is_trustworthy())
 }
 
 fn read_manifest(
@@ -395,7 +500,7 @@ impl<'t> Apply<'t> {
         &mut self,
         base: &HashMap<String, ManifestEntry>,
         observed: Vec<Observed>,
-        config: &HermesConfig,
+        snapshot: &ConfigSnapshot,
         report: &mut SyncReport,
     ) -> Result<(), StoreError> {
         let generation_floor = self.stats.generation;
@@ -478,7 +583,7 @@ impl<'t> Apply<'t> {
                             } else {
                                 report.unchanged += 1;
                             }
-                            if c.stat != candidate.stat {
+                            if needs_restat(c, &candidate, self.started_ns) {
                                 manifest_puts.push((key, entry(hash, c.state.clone())));
                             }
                         }
@@ -540,14 +645,6 @@ impl<'t> Apply<'t> {
             manifest_dels.push(key.clone());
         }
 
-        let snapshot = ConfigSnapshot {
-            disabled: config.disabled.iter().cloned().collect(),
-            platform_disabled: config
-                .platform_disabled
-                .iter()
-                .map(|(k, v)| (k.clone(), v.iter().cloned().collect()))
-                .collect(),
-        };
         let mut state = self
             .txn
             .open_table(self.tables.state())
@@ -557,7 +654,7 @@ impl<'t> Apply<'t> {
             None => ConfigSnapshot::default(),
         };
         let docs_changed = !gone_docs.is_empty() || !new_docs.is_empty();
-        let config_changed = old_snapshot != snapshot || self.stats.os != self.os;
+        let config_changed = old_snapshot != *snapshot || self.stats.os != self.os;
         if !docs_changed
             && !config_changed
             && manifest_puts.is_empty()
@@ -580,7 +677,7 @@ impl<'t> Apply<'t> {
         drop(manifest);
 
         if docs_changed || config_changed {
-            self.apply_docs(gone_docs, new_docs, &snapshot, &mut state)?;
+            self.apply_docs(gone_docs, new_docs, snapshot, &mut state)?;
         }
         self.stats.generation += 1;
         self.stats.synced_at_ns = self.started_ns;

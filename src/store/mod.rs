@@ -183,6 +183,11 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether this handle can write.
+    pub fn is_writable(&self) -> bool {
+        matches!(self.handle, Handle::Write(_))
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path

@@ -117,6 +117,20 @@ pub struct ConfigSnapshot {
     pub platform_disabled: BTreeMap<String, Vec<String>>,
 }
 
+impl ConfigSnapshot {
+    /// The parts of `config` that decide which skills are offered.
+    pub fn of(config: &crate::config::HermesConfig) -> ConfigSnapshot {
+        ConfigSnapshot {
+            disabled: config.disabled.iter().cloned().collect(),
+            platform_disabled: config
+                .platform_disabled
+                .iter()
+                .map(|(k, v)| (k.clone(), v.iter().cloned().collect()))
+                .collect(),
+        }
+    }
+}
+
 /// Per messaging platform, the offered documents hidden there.
 pub type PlatformHidden = BTreeMap<String, Vec<u32>>;
 

@@ -1,0 +1,141 @@
+//! A sync touches only what changed, writes nothing when nothing did, and always ends in
+//! the same index a clean build would produce.
+
+mod common;
+use common::*;
+use skillidx::sync::SyncOptions;
+use std::time::Duration;
+
+fn old_enough() {
+    // Files modified within two seconds of a sync are hashed again by the next one (their
+    // stat could hide a change); age them so that the stat alone is trusted.
+    std::thread::sleep(Duration::from_millis(2100));
+}
+
+#[test]
+fn first_sync_adds_then_nothing_changed_writes_nothing() {
+    let h = Home::new();
+    h.skill(
+        "devops/docker",
+        "docker-basics",
+        "Write Dockerfiles and run containers",
+    );
+    h.skill(
+        "data/postgres",
+        "query-postgres",
+        "Query a PostgreSQL database with psql",
+    );
+    let r = h.sync();
+    assert_eq!((r.added, r.updated, r.removed, r.unchanged), (2, 0, 0, 0));
+    assert!(r.committed);
+    old_enough();
+    let r = h.sync();
+    assert!(
+        r.committed,
+        "the first resync still records that the files are old enough"
+    );
+    let before = std::fs::read(h.db()).unwrap();
+    let r = h.sync();
+    assert_eq!((r.added, r.updated, r.removed, r.unchanged), (0, 0, 0, 2));
+    assert_eq!((r.hashed, r.parsed), (0, 0));
+    assert!(!r.committed);
+    assert!(
+        std::fs::read(h.db()).unwrap() == before,
+        "a sync that finds nothing changed writes nothing"
+    );
+}
+
+#[test]
+fn one_edit_rehashes_and_reparses_only_that_skill() {
+    let h = Home::new();
+    for i in 0..20 {
+        h.skill(
+            &format!("cat/s{i}"),
+            &format!("skill-{i}"),
+            &format!("Skill number {i} about topic{i}"),
+        );
+    }
+    h.sync();
+    old_enough();
+    h.sync();
+    h.skill("cat/s7", "skill-7", "Now about kubernetes deployments");
+    let r = h.sync();
+    assert_eq!((r.added, r.updated, r.removed, r.unchanged), (0, 1, 0, 19));
+    assert_eq!((r.hashed, r.parsed), (1, 1));
+    assert_eq!(h.search("kubernetes"), ["skill-7"]);
+    assert!(h.search("topic7").is_empty());
+}
+
+#[test]
+fn touching_a_file_hashes_it_but_does_not_reparse() {
+    let h = Home::new();
+    let p = h.skill("a/one", "one", "The first skill");
+    h.sync();
+    old_enough();
+    h.sync();
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, bytes).unwrap();
+    let r = h.sync();
+    assert_eq!((r.hashed, r.parsed, r.updated, r.unchanged), (1, 0, 0, 1));
+}
+
+#[test]
+fn removed_skills_leave_the_index() {
+    let h = Home::new();
+    h.skill("a/one", "one", "alpha skill");
+    let p = h.skill("a/two", "two", "beta skill");
+    h.sync();
+    std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
+    let r = h.sync();
+    assert_eq!(r.removed, 1);
+    assert!(h.search("beta").is_empty());
+    assert_eq!(h.search("alpha"), ["one"]);
+    let stats = skillidx::Index::open(&h.db())
+        .unwrap()
+        .stats("default")
+        .unwrap();
+    assert_eq!(stats.active, 1);
+}
+
+#[test]
+fn incremental_syncs_end_where_a_clean_build_does() {
+    let h = Home::new();
+    for i in 0..30 {
+        h.skill(
+            &format!("c{}/s{i}", i % 4),
+            &format!("s{i}"),
+            &format!("word{} common text {}", i % 7, i),
+        );
+    }
+    h.sync();
+    for i in (0..30).step_by(3) {
+        h.skill(
+            &format!("c{}/s{i}", i % 4),
+            &format!("s{i}"),
+            &format!("changed word{} text", i % 5),
+        );
+    }
+    for i in (1..30).step_by(7) {
+        std::fs::remove_dir_all(h.path().join(format!("skills/c{}/s{i}", i % 4))).unwrap();
+    }
+    h.skill("new/fresh", "fresh", "a new skill with common text");
+    h.sync();
+    let incremental = digest(&h.db(), "default");
+    let r = h.sync_with(&SyncOptions {
+        rebuild: true,
+        ..Default::default()
+    });
+    assert!(r.committed);
+    assert_eq!(digest(&h.db(), "default"), incremental);
+    for q in ["common text", "word3", "changed", "fresh skill"] {
+        let clean = Home::new();
+        common::copy_tree(&h.path().join("skills"), &clean.path().join("skills"));
+        clean.sync();
+        // Paths differ between the homes; compare ids and scores.
+        assert_eq!(
+            clean.search_with(q, &Default::default()),
+            h.search_with(q, &Default::default()),
+            "query {q}"
+        );
+    }
+}
