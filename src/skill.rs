@@ -287,13 +287,18 @@ impl Skill {
     /// `windows`), by Hermes' rule: no list means everywhere, and an entry matches when
     /// the OS's Python name (`linux`, `darwin`, `win32`) starts with it.
     pub fn runs_on(&self, os: &str) -> bool {
-        let current = python_platform(os);
-        self.platforms.is_empty()
-            || self.platforms.iter().any(|p| {
-                let p = p.trim().to_lowercase();
-                current.starts_with(python_platform(&p))
-            })
+        runs_on(&self.platforms, os)
     }
+}
+
+/// Whether a skill limited to `platforms` may be offered on `os` (see [`Skill::runs_on`]).
+pub fn runs_on(platforms: &[String], os: &str) -> bool {
+    let current = python_platform(os);
+    platforms.is_empty()
+        || platforms.iter().any(|p| {
+            let p = p.trim().to_lowercase();
+            current.starts_with(python_platform(&p))
+        })
 }
 
 /// Maps Hermes' OS names to Python's `sys.platform`, leaving others as they are.

@@ -700,7 +700,6 @@ impl<'t> Apply<'t> {
             Origin::External(i) => 1 + i,
             Origin::Plugin(_) => u32::MAX,
         };
-        let os_ok = skill.runs_on(&self.os);
         NewDoc {
             key: candidate.key(),
             head: DocHead {
@@ -709,7 +708,7 @@ impl<'t> Apply<'t> {
                 dir_name: skill.dir_name.clone(),
                 rank,
                 key: candidate.key(),
-                os_ok,
+                platforms: skill.platforms.clone(),
                 lens: analyzed.lens,
                 inactive: Some(String::new()),
             },
@@ -782,12 +781,11 @@ impl<'t> Apply<'t> {
                 }
             }
             if let Some(doc) = new_by_id.remove(id) {
-                let mut doc_head = doc.head;
-                doc_head.inactive = now.clone();
-                if doc_head.inactive.is_none() {
+                head.inactive = now;
+                if head.inactive.is_none() {
                     self.queue_add(*id, &doc.terms);
                 }
-                docs.insert(*id, encode(&(&doc_head, &doc.body)).as_slice())
+                docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
                     .map_err(|e| self.err(e))?;
                 terms
                     .insert(*id, encode(&doc.terms).as_slice())
@@ -915,7 +913,7 @@ fn decide_activity(
 ) -> HashMap<u32, Option<String>> {
     let mut winners: HashMap<&str, (u32, &str, u32)> = HashMap::new();
     for (id, h) in heads {
-        if !h.os_ok
+        if !skill::runs_on(&h.platforms, os)
             || snapshot.disabled.contains(&h.name)
             || snapshot.disabled.contains(&h.dir_name)
         {
@@ -934,7 +932,7 @@ fn decide_activity(
     heads
         .iter()
         .map(|(id, h)| {
-            let why = if !h.os_ok {
+            let why = if !skill::runs_on(&h.platforms, os) {
                 Some(format!("its platforms exclude {os}"))
             } else if snapshot.disabled.contains(&h.name) || snapshot.disabled.contains(&h.dir_name)
             {

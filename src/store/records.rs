@@ -57,8 +57,8 @@ pub struct DocHead {
     pub rank: u32,
     /// The manifest key (path) of its SKILL.md.
     pub key: String,
-    /// Whether its `platforms` allow the OS the index was built on.
-    pub os_ok: bool,
+    /// Its `platforms` list (empty: every OS).
+    pub platforms: Vec<String>,
     /// Per field, its length in terms.
     pub lens: [u32; FIELD_COUNT],
     /// `None` when the skill is offered, else why not.

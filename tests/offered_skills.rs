@@ -1,0 +1,225 @@
+//! Disabled, platform-hidden, other-OS and shadowed skills never appear, and do not count in
+//! N, df or the average length: results equal those of an index built without them.
+
+mod common;
+use common::*;
+use skillidx::bm25::SearchOptions;
+use skillidx::sync::SyncOptions;
+
+fn corpus(h: &Home) {
+    h.skill(
+        "media/hue",
+        "control-hue",
+        "Turn smart lights on and off with the Hue bridge",
+    );
+    h.skill(
+        "media/lights",
+        "light-scenes",
+        "Set light scenes and schedules for smart lights",
+    );
+    h.skill(
+        "media/video",
+        "download-video",
+        "Download a video from a site with yt-dlp",
+    );
+    h.skill(
+        "dev/git",
+        "git-helper",
+        "Commit, rebase and resolve conflicts in git",
+    );
+    h.skill(
+        "dev/lights-debug",
+        "lights-debug",
+        "Debug smart home lights that do not respond",
+    );
+}
+
+fn all_scores(h: &Home, query: &str, platform: Option<&str>) -> Vec<(String, f64)> {
+    let opts = SearchOptions {
+        k: 50,
+        platform: platform.map(str::to_owned),
+        ..Default::default()
+    };
+    h.search_with(query, &opts)
+}
+
+#[test]
+fn platform_disabled_equals_an_index_without_the_skill() {
+    let with = Home::new();
+    corpus(&with);
+    with.config("skills:\n  platform_disabled:\n    telegram: [control-hue]\n");
+    with.sync();
+    let without = Home::new();
+    corpus(&without);
+    std::fs::remove_dir_all(without.path().join("skills/media/hue")).unwrap();
+    without.sync();
+    for q in [
+        "smart lights",
+        "turn on the lights",
+        "video",
+        "git conflicts",
+    ] {
+        assert_eq!(
+            all_scores(&with, q, Some("telegram")),
+            all_scores(&without, q, None),
+            "query {q}"
+        );
+    }
+    // On other platforms the skill is there.
+    assert_eq!(
+        all_scores(&with, "hue bridge", Some("cli"))[0].0,
+        "control-hue"
+    );
+    assert_eq!(all_scores(&with, "hue bridge", None)[0].0, "control-hue");
+}
+
+#[test]
+fn disabled_by_name_or_folder_equals_an_index_without_them() {
+    let with = Home::new();
+    corpus(&with);
+    // One by frontmatter name, one by folder name.
+    with.config("skills:\n  disabled: [download-video, hue]\n");
+    with.sync();
+    let without = Home::new();
+    corpus(&without);
+    std::fs::remove_dir_all(without.path().join("skills/media/hue")).unwrap();
+    std::fs::remove_dir_all(without.path().join("skills/media/video")).unwrap();
+    without.sync();
+    for q in ["smart lights", "download a video", "git"] {
+        assert_eq!(
+            all_scores(&with, q, None),
+            all_scores(&without, q, None),
+            "query {q}"
+        );
+    }
+    // Re-enabling takes effect at the next sync, with no file changed.
+    with.config("skills:\n  disabled: []\n");
+    let r = with.sync();
+    assert!(r.committed);
+    assert_eq!(all_scores(&with, "yt-dlp", None)[0].0, "download-video");
+}
+
+#[test]
+fn skills_for_another_os_are_not_offered() {
+    let h = Home::new();
+    corpus(&h);
+    h.write("apple/notes", "---\nname: apple-notes\ndescription: Manage Apple Notes smart lights\nplatforms: [macos]\n---\n");
+    let r = h.sync_with(&SyncOptions {
+        os: Some("linux".into()),
+        ..Default::default()
+    });
+    assert_eq!((r.active, r.inactive), (5, 1));
+    let linux = all_scores(&h, "smart lights", None);
+    assert!(linux.iter().all(|(id, _)| id != "apple-notes"));
+    let r = h.sync_with(&SyncOptions {
+        os: Some("macos".into()),
+        ..Default::default()
+    });
+    assert!(
+        r.committed,
+        "a change of OS re-decides which skills are offered"
+    );
+    assert!(all_scores(&h, "apple notes", None)
+        .iter()
+        .any(|(id, _)| id == "apple-notes"));
+}
+
+#[test]
+fn local_skills_shadow_external_ones_with_the_same_name() {
+    let h = Home::new();
+    h.skill("dev/git", "git-helper", "Local git helper");
+    let ext = h.path().join("ext/dev/git2");
+    std::fs::create_dir_all(&ext).unwrap();
+    std::fs::write(
+        ext.join("SKILL.md"),
+        "---\nname: git-helper\ndescription: External git helper\n---\n",
+    )
+    .unwrap();
+    let ext2 = h.path().join("ext/dev/other");
+    std::fs::create_dir_all(&ext2).unwrap();
+    std::fs::write(
+        ext2.join("SKILL.md"),
+        "---\nname: other-tool\ndescription: External other git tool\n---\n",
+    )
+    .unwrap();
+    h.config("skills:\n  external_dirs: [ext]\n");
+    let r = h.sync();
+    assert_eq!((r.active, r.inactive), (2, 1));
+    let hits = h.search_with(
+        "git helper",
+        &SearchOptions {
+            k: 10,
+            ..Default::default()
+        },
+    );
+    assert_eq!(hits.iter().filter(|(id, _)| id == "git-helper").count(), 1);
+    let index = skillidx::Index::open(&h.db()).unwrap();
+    let list = index.list("default").unwrap();
+    let shadowed = list.iter().find(|s| s.path.contains("git2")).unwrap();
+    assert!(shadowed.inactive.as_deref().unwrap().contains("shadowed"));
+    // Removing the local skill lets the external one take over.
+    std::fs::remove_dir_all(h.path().join("skills/dev/git")).unwrap();
+    h.sync();
+    let list = index.list("default").unwrap();
+    assert!(list
+        .iter()
+        .find(|s| s.path.contains("git2"))
+        .unwrap()
+        .inactive
+        .is_none());
+}
+
+#[test]
+fn plugin_skills_are_namespaced() {
+    let h = Home::new();
+    let dir = h.path().join("plugins/kanban/skills/board");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: kanban-board\ndescription: Move cards on a kanban board\n---\n",
+    )
+    .unwrap();
+    h.sync();
+    assert_eq!(h.search("kanban cards"), ["kanban:kanban-board"]);
+}
+
+#[test]
+fn profiles_are_kept_apart() {
+    let h = Home::new();
+    h.skill(
+        "dev/git",
+        "git-helper",
+        "git helper for the default profile",
+    );
+    let work = h.path().join("profiles/work/skills/pm/jira");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        work.join("SKILL.md"),
+        "---\nname: jira-issues\ndescription: Search jira issues\n---\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["sync", "--all-profiles", "--json", "--home"])
+        .arg(h.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = skillidx::Index::open(&h.db()).unwrap();
+    let opts = SearchOptions::default();
+    assert!(index.search("default", "jira", &opts).unwrap().is_empty());
+    assert_eq!(
+        index.search("work", "jira", &opts).unwrap()[0].id,
+        "jira-issues"
+    );
+    assert!(index
+        .search("work", "git helper", &opts)
+        .unwrap()
+        .is_empty());
+    let mut profiles = index.profiles().unwrap();
+    profiles.sort();
+    assert_eq!(profiles, ["default", "work"]);
+}
