@@ -139,7 +139,9 @@ impl Index {
 
     /// Syncs one profile.
     pub fn sync(&self, profile: &Profile, opts: &SyncOptions<'_>) -> Result<SyncReport, Error> {
-        Ok(sync::sync_profile(&self.store, profile, opts)?)
+        store::contain(self.store.path(), || {
+            Ok(sync::sync_profile(&self.store, profile, opts)?)
+        })
     }
 
     /// The top hits for `query` in `profile`.
@@ -149,8 +151,10 @@ impl Index {
         query: &str,
         opts: &SearchOptions,
     ) -> Result<Vec<Hit>, Error> {
-        let txn = self.store.read()?;
-        Ok(Snapshot::open(&self.store, &txn, profile)?.search(query, opts)?)
+        store::contain(self.store.path(), || {
+            let txn = self.store.read()?;
+            Ok(Snapshot::open(&self.store, &txn, profile)?.search(query, opts)?)
+        })
     }
 
     /// Why `skill` scores what it does for `query`.
@@ -161,12 +165,18 @@ impl Index {
         skill: &str,
         opts: &SearchOptions,
     ) -> Result<Option<Explanation>, Error> {
-        let txn = self.store.read()?;
-        Ok(Snapshot::open(&self.store, &txn, profile)?.explain(query, skill, opts)?)
+        store::contain(self.store.path(), || {
+            let txn = self.store.read()?;
+            Ok(Snapshot::open(&self.store, &txn, profile)?.explain(query, skill, opts)?)
+        })
     }
 
     /// Every indexed skill of `profile`, by id.
     pub fn list(&self, profile: &str) -> Result<Vec<SkillEntry>, Error> {
+        store::contain(self.store.path(), || self.list_inner(profile))
+    }
+
+    fn list_inner(&self, profile: &str) -> Result<Vec<SkillEntry>, Error> {
         let txn = self.store.read()?;
         let snap = Snapshot::open(&self.store, &txn, profile)?;
         let mut out: Vec<SkillEntry> = snap
@@ -197,6 +207,10 @@ impl Index {
 
     /// Figures for `profile`.
     pub fn stats(&self, profile: &str) -> Result<ProfileStats, Error> {
+        store::contain(self.store.path(), || self.stats_inner(profile))
+    }
+
+    fn stats_inner(&self, profile: &str) -> Result<ProfileStats, Error> {
         let txn = self.store.read()?;
         let snap = Snapshot::open(&self.store, &txn, profile)?;
         let tables = ProfileTables::new(profile);

@@ -125,6 +125,10 @@ impl Store {
     /// A file left needing repair by a killed sync is repaired through a writable open
     /// first, since redb refuses to repair from a read-only handle.
     pub fn open_read(path: &Path) -> Result<Store> {
+        contain(path, || Self::open_read_inner(path))
+    }
+
+    fn open_read_inner(path: &Path) -> Result<Store> {
         check_file(path, false)?;
         let mut builder = redb::Builder::new();
         builder
@@ -135,7 +139,7 @@ impl Store {
                 path: path.to_owned(),
                 handle: Handle::Read(db),
             },
-            Err(redb::DatabaseError::RepairAborted) => return Self::open_write(path),
+            Err(redb::DatabaseError::RepairAborted) => return Self::open_write_inner(path),
             Err(e) => return Err(database_error(path, e)),
         };
         match store.schema_version()? {
@@ -146,7 +150,7 @@ impl Store {
             }),
             Some(_) => {
                 drop(store);
-                Self::open_write(path)
+                Self::open_write_inner(path)
             }
             None => Err(StoreError::NotOurs(path.to_owned())),
         }
@@ -155,6 +159,10 @@ impl Store {
     /// Opens the index for syncing, creating it (readable by its owner only) when missing,
     /// and bringing an older schema up to date.
     pub fn open_write(path: &Path) -> Result<Store> {
+        contain(path, || Self::open_write_inner(path))
+    }
+
+    fn open_write_inner(path: &Path) -> Result<Store> {
         let fresh = check_file(path, true)?;
         if fresh {
             create_private(path)?;
@@ -426,25 +434,50 @@ pub fn row_count(store: &Store, table: &impl ReadableTableMetadata) -> Result<u6
     table.len().map_err(|e| store.err(e))
 }
 
-/// Runs a redb call, turning a panic inside redb (which a damaged file can cause) into an
-/// error instead of taking the process down.
+std::thread_local! {
+    static CONTAINING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f`, turning a panic inside it (which redb can raise on a damaged file) into an
+/// error instead of taking the process down. While `f` runs, the panic message is not
+/// printed: it becomes part of the error.
+pub fn contain<T, E>(path: &Path, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+where
+    E: From<StoreError>,
+{
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CONTAINING.with(|c| c.get()) == 0 {
+                previous(info);
+            }
+        }));
+    });
+    CONTAINING.with(|c| c.set(c.get() + 1));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CONTAINING.with(|c| c.set(c.get() - 1));
+    result.unwrap_or_else(|panic| {
+        let msg = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "redb failed".into());
+        Err(E::from(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: msg,
+        }))
+    })
+}
+
 fn guard<T, E>(path: &Path, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
 where
     E: std::fmt::Display + From<redb::StorageError>,
 {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    let wrapped = contain::<Result<T, E>, StoreError>(path, || Ok(f()));
+    match wrapped {
         Ok(r) => r,
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "redb panicked".into());
-            Err(E::from(redb::StorageError::Corrupted(format!(
-                "{}: {msg}",
-                path.display()
-            ))))
-        }
+        Err(e) => Err(E::from(redb::StorageError::Corrupted(e.to_string()))),
     }
 }
 
