@@ -45,7 +45,11 @@ impl Home {
         let dir = self.dir.path().join("skills").join(rel);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("SKILL.md");
-        std::fs::write(&path, bytes).unwrap();
+        // Write then rename, as editors and installers do, so that no reader ever sees a
+        // half-written file.
+        let tmp = dir.join(".SKILL.md.tmp");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
         path
     }
 
