@@ -1,4 +1,4 @@
-//! The command line: `skillidx sync | search | explain | stats | list`.
+//! The command line: `skillidx sync | search | explain | stats | list | hermes install|uninstall`.
 //!
 //! Lives in the library so the Python package's `skillidx` command runs the very same code.
 
@@ -95,6 +95,25 @@ enum Command {
     },
     /// List indexed skills.
     List {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Install or remove the `skill-retrieval` Hermes plugin in a profile.
+    Hermes {
+        #[command(subcommand)]
+        action: HermesAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum HermesAction {
+    /// Place the plugin in <profile home>/plugins/skill-retrieval/ and enable it in config.yaml.
+    Install {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Disable the plugin in config.yaml and remove its folder.
+    Uninstall {
         #[command(flatten)]
         common: Common,
     },
@@ -280,6 +299,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Hermes { action } => hermes(action),
         Command::List { common } => {
             let ctx = context(&common);
             let index = Index::open(&ctx.db)?;
@@ -300,6 +320,59 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn hermes(action: HermesAction) -> Result<ExitCode> {
+    let (common, installing) = match &action {
+        HermesAction::Install { common } => (common, true),
+        HermesAction::Uninstall { common } => (common, false),
+    };
+    let profile =
+        crate::hermes::resolve_profile(common.home.as_deref(), common.profile.as_deref())?;
+    let report = if installing {
+        crate::hermes::install(&profile)?
+    } else {
+        crate::hermes::uninstall(&profile)?
+    };
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if installing {
+        println!(
+            "{} {} plugin in {}; {} in {}",
+            if report.files_changed {
+                "installed"
+            } else {
+                "kept the"
+            },
+            crate::hermes::PLUGIN_NAME,
+            report.plugin_dir.display(),
+            if report.config_changed {
+                "enabled it"
+            } else {
+                "already enabled"
+            },
+            report.config.display()
+        );
+        println!("the plugin needs the skillidx Python package in the agent's environment (pip install skillidx); restart the agent to load it");
+    } else {
+        println!(
+            "{} {} in {}; {} {}",
+            if report.config_changed {
+                "disabled"
+            } else {
+                "was not enabled:"
+            },
+            crate::hermes::PLUGIN_NAME,
+            report.config.display(),
+            if report.files_changed {
+                "removed"
+            } else {
+                "no folder at"
+            },
+            report.plugin_dir.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> {

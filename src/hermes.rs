@@ -154,13 +154,25 @@ fn location_label(hit: &Hit) -> String {
 /// ```
 ///
 /// The bold part is the id `skill_view` loads the skill by (the frontmatter name, or
-/// `plugin:skill`). `None` when there are no hits.
-pub fn format_retrieved_block(hits: &[Hit]) -> Option<String> {
+/// `plugin:skill`). Hits whose id is in `shown` (described by an earlier turn's block,
+/// which Hermes 0.19.0 keeps replaying in the history) are not described again but named on
+/// one last line, `Also relevant (described earlier in this conversation): a, b`. `None`
+/// when there are no hits.
+pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> {
     if hits.is_empty() {
         return None;
     }
-    let mut lines = vec![BLOCK_HEADING.to_owned(), BLOCK_INTRO.to_owned(), String::new()];
+    let mut lines = vec![
+        BLOCK_HEADING.to_owned(),
+        BLOCK_INTRO.to_owned(),
+        String::new(),
+    ];
+    let mut earlier = Vec::new();
     for h in hits {
+        if shown.iter().any(|s| s == &h.id) {
+            earlier.push(h.id.as_str());
+            continue;
+        }
         let desc = truncate_description(&h.description);
         let mut line = format!("- **{}** ({})", h.id, location_label(h));
         if !desc.is_empty() {
@@ -169,8 +181,14 @@ pub fn format_retrieved_block(hits: &[Hit]) -> Option<String> {
         }
         lines.push(line);
     }
+    if !earlier.is_empty() {
+        lines.push(format!("{EARLIER_PREFIX}{}", earlier.join(", ")));
+    }
     Some(lines.join("\n"))
 }
+
+/// The start of the line naming hits described by an earlier turn.
+pub const EARLIER_PREFIX: &str = "Also relevant (described earlier in this conversation): ";
 
 /// The ids listed in every retrieved-skills block found in `text` (e.g. an earlier turn's
 /// user message, which Hermes 0.19.0 replays with its injected block).
@@ -188,10 +206,7 @@ pub fn injected_ids(text: &str) -> Vec<String> {
         if line == BLOCK_INTRO || line.is_empty() {
             continue;
         }
-        match line
-            .strip_prefix("- **")
-            .and_then(|r| r.split_once("** ("))
-        {
+        match line.strip_prefix("- **").and_then(|r| r.split_once("** (")) {
             Some((id, _)) => out.push(id.to_owned()),
             None => in_block = false,
         }
@@ -217,7 +232,9 @@ pub enum HermesError {
         source: std::io::Error,
     },
     /// `config.yaml` has a shape this tool does not edit by hand.
-    #[error("cannot edit {path} safely ({detail}); run `hermes plugins {verb} {PLUGIN_NAME}` instead")]
+    #[error(
+        "cannot edit {path} safely ({detail}); run `hermes plugins {verb} {PLUGIN_NAME}` instead"
+    )]
     Config {
         /// The file.
         path: PathBuf,
@@ -403,7 +420,10 @@ fn is_blank_or_comment(line: &str) -> bool {
 /// Splits `value  # comment` into the value and the comment part (with its spaces).
 fn split_comment(s: &str) -> (&str, &str) {
     match s.find(" #") {
-        Some(i) => (s[..i].trim_end(), &s[i..]),
+        Some(i) => {
+            let value = s[..i].trim_end();
+            (value, &s[value.len()..])
+        }
         None => (s.trim_end(), ""),
     }
 }
@@ -421,7 +441,7 @@ enum Enabled {
     /// No top-level `plugins:` key.
     NoPlugins,
     /// `plugins:` at this line, without `enabled:`; children indented by this much.
-    NoEnabled { plugins_line: usize, child: usize },
+    MissingKey { plugins_line: usize, child: usize },
     /// `enabled:` at this line with a one-line flow list `[…]` or nothing after it, and
     /// its block items `- x` on these lines.
     At {
@@ -449,9 +469,10 @@ fn locate_enabled(lines: &[&str]) -> Result<Enabled, String> {
         return Err("`plugins:` has no indented children".into());
     }
     let Some(e) = (p + 1..end).find(|&i| {
-        indent(lines[i]) == child && lines[i].trim_start().split_once(':').map(|(k, _)| k.trim()) == Some("enabled")
+        indent(lines[i]) == child
+            && lines[i].trim_start().split_once(':').map(|(k, _)| k.trim()) == Some("enabled")
     }) else {
-        return Ok(Enabled::NoEnabled {
+        return Ok(Enabled::MissingKey {
             plugins_line: p,
             child,
         });
@@ -463,10 +484,8 @@ fn locate_enabled(lines: &[&str]) -> Result<Enabled, String> {
             continue;
         }
         let ind = indent(line);
-        if ind >= child && line.trim_start().starts_with("- ") || line.trim_start() == "-" {
-            if ind < child {
-                break;
-            }
+        let t = line.trim_start();
+        if ind >= child && (t.starts_with("- ") || t == "-") {
             items.push(i);
             item_indent.get_or_insert(ind);
         } else {
@@ -502,7 +521,7 @@ pub fn enable_in_config(text: &str, name: &str) -> Result<Option<String>, String
             lines.push("  enabled:".into());
             lines.push(format!("    - {name}"));
         }
-        Enabled::NoEnabled {
+        Enabled::MissingKey {
             plugins_line,
             child,
         } => {
@@ -523,7 +542,9 @@ pub fn enable_in_config(text: &str, name: &str) -> Result<Option<String>, String
                 let (value, comment) = split_comment(rest.trim_start());
                 let new_value = if value.is_empty() || value == "null" || value == "~" {
                     format!("[{name}]")
-                } else if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+                } else if let Some(inner) =
+                    value.strip_prefix('[').and_then(|v| v.strip_suffix(']'))
+                {
                     if inner.trim().is_empty() {
                         format!("[{name}]")
                     } else {
@@ -604,10 +625,27 @@ mod tests {
 
     #[test]
     fn chit_chat() {
-        for m in ["", "  ", "thanks", "Thanks!", "ok", "OK.", "thank you", "got it", "hmmm", "👍", "lol"] {
+        for m in [
+            "",
+            "  ",
+            "thanks",
+            "Thanks!",
+            "ok",
+            "OK.",
+            "thank you",
+            "got it",
+            "hmmm",
+            "👍",
+            "lol",
+        ] {
             assert!(is_chit_chat(m), "{m:?}");
         }
-        for m in ["docker", "ok clean docker images", "thanks, now deploy it", "hello"] {
+        for m in [
+            "docker",
+            "ok clean docker images",
+            "thanks, now deploy it",
+            "hello",
+        ] {
             assert!(!is_chit_chat(m), "{m:?}");
         }
     }
@@ -629,18 +667,38 @@ mod tests {
     #[test]
     fn block_format() {
         let hits = vec![
-            hit("docker-cleanup", "devops", "/h/skills/devops/docker/SKILL.md", "Remove images", 3.0),
-            hit("kanban:kanban-board", "kanban-board", "/h/plugins/kanban/skills/kanban-board/SKILL.md", "", 2.0),
+            hit(
+                "docker-cleanup",
+                "devops",
+                "/h/skills/devops/docker/SKILL.md",
+                "Remove images",
+                3.0,
+            ),
+            hit(
+                "kanban:kanban-board",
+                "kanban-board",
+                "/h/plugins/kanban/skills/kanban-board/SKILL.md",
+                "",
+                2.0,
+            ),
             hit("root", "general", "/h/skills/SKILL.md", "Root", 1.0),
         ];
         assert_eq!(
-            format_retrieved_block(&hits).as_deref(),
+            format_retrieved_block(&hits, &[]).as_deref(),
             Some("## Retrieved Skills (top-K relevant to your query)\nLoad any of these with skill_view(name) if relevant:\n\n- **docker-cleanup** (devops/docker): Remove images\n- **kanban:kanban-board** (kanban-board)\n- **root** (skills): Root")
         );
-        assert_eq!(format_retrieved_block(&[]), None);
-        let block = format_retrieved_block(&hits).unwrap_or_default();
+        assert_eq!(format_retrieved_block(&[], &[]), None);
+        let again =
+            format_retrieved_block(&hits, &["root".to_owned(), "docker-cleanup".to_owned()])
+                .unwrap_or_default();
+        assert!(again.ends_with("\n- **kanban:kanban-board** (kanban-board)\nAlso relevant (described earlier in this conversation): docker-cleanup, root"), "{again}");
+        assert_eq!(injected_ids(&again), ["kanban:kanban-board"]);
+        let block = format_retrieved_block(&hits, &[]).unwrap_or_default();
         let text = format!("How?\n\n{block}\n\nmore text");
-        assert_eq!(injected_ids(&text), ["docker-cleanup", "kanban:kanban-board", "root"]);
+        assert_eq!(
+            injected_ids(&text),
+            ["docker-cleanup", "kanban:kanban-board", "root"]
+        );
     }
 
     #[test]
@@ -660,10 +718,24 @@ mod tests {
 
     #[test]
     fn enable_keeps_comments_and_other_content() {
-        let out = enable_in_config(COMMENTED, PLUGIN_NAME).expect("ok").expect("changed");
-        assert_eq!(out, COMMENTED.replace("enabled: []  # none yet", "enabled: [skill-retrieval]  # none yet"));
-        assert_eq!(enable_in_config(&out, PLUGIN_NAME).expect("ok"), None, "idempotent");
-        let back = disable_in_config(&out, PLUGIN_NAME).expect("ok").expect("changed");
+        let out = enable_in_config(COMMENTED, PLUGIN_NAME)
+            .expect("ok")
+            .expect("changed");
+        assert_eq!(
+            out,
+            COMMENTED.replace(
+                "enabled: []  # none yet",
+                "enabled: [skill-retrieval]  # none yet"
+            )
+        );
+        assert_eq!(
+            enable_in_config(&out, PLUGIN_NAME).expect("ok"),
+            None,
+            "idempotent"
+        );
+        let back = disable_in_config(&out, PLUGIN_NAME)
+            .expect("ok")
+            .expect("changed");
         assert_eq!(back, COMMENTED);
         assert_eq!(disable_in_config(&back, PLUGIN_NAME).expect("ok"), None);
     }
@@ -672,19 +744,44 @@ mod tests {
     fn enable_in_every_shape() {
         let cases = [
             ("", "plugins:\n  enabled:\n    - skill-retrieval\n"),
-            ("model:\n  default: x\n", "model:\n  default: x\n\nplugins:\n  enabled:\n    - skill-retrieval\n"),
-            ("plugins:\n    disabled: []\n# c\n", "plugins:\n    enabled:\n      - skill-retrieval\n    disabled: []\n# c\n"),
-            ("plugins:\n  enabled:\n  - a  # first\n  - 'b'\nother: 1\n", "plugins:\n  enabled:\n  - a  # first\n  - 'b'\n  - skill-retrieval\nother: 1\n"),
-            ("plugins:\n  enabled:\n    - a\n\n    # gap\n    - b\n", "plugins:\n  enabled:\n    - a\n\n    # gap\n    - b\n    - skill-retrieval\n"),
-            ("plugins:\n  enabled: [a, \"b\"]\n", "plugins:\n  enabled: [a, \"b\", skill-retrieval]\n"),
-            ("plugins:\n  enabled:\n", "plugins:\n  enabled: [skill-retrieval]\n"),
+            (
+                "model:\n  default: x\n",
+                "model:\n  default: x\n\nplugins:\n  enabled:\n    - skill-retrieval\n",
+            ),
+            (
+                "plugins:\n    disabled: []\n# c\n",
+                "plugins:\n    enabled:\n      - skill-retrieval\n    disabled: []\n# c\n",
+            ),
+            (
+                "plugins:\n  enabled:\n  - a  # first\n  - 'b'\nother: 1\n",
+                "plugins:\n  enabled:\n  - a  # first\n  - 'b'\n  - skill-retrieval\nother: 1\n",
+            ),
+            (
+                "plugins:\n  enabled:\n    - a\n\n    # gap\n    - b\n",
+                "plugins:\n  enabled:\n    - a\n\n    # gap\n    - b\n    - skill-retrieval\n",
+            ),
+            (
+                "plugins:\n  enabled: [a, \"b\"]\n",
+                "plugins:\n  enabled: [a, \"b\", skill-retrieval]\n",
+            ),
+            (
+                "plugins:\n  enabled:\n",
+                "plugins:\n  enabled: [skill-retrieval]\n",
+            ),
         ];
         for (input, want) in cases {
-            let got = enable_in_config(input, PLUGIN_NAME).expect("ok").expect("changed");
+            let got = enable_in_config(input, PLUGIN_NAME)
+                .expect("ok")
+                .expect("changed");
             assert_eq!(got, want, "input {input:?}");
-            let back = disable_in_config(&got, PLUGIN_NAME).expect("ok").expect("changed");
+            let back = disable_in_config(&got, PLUGIN_NAME)
+                .expect("ok")
+                .expect("changed");
             assert!(
-                !enabled_names(&parse(&back).expect("yaml")).unwrap_or_default().iter().any(|n| n == PLUGIN_NAME),
+                !enabled_names(&parse(&back).expect("yaml"))
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|n| n == PLUGIN_NAME),
                 "{back:?}"
             );
         }
@@ -695,7 +792,10 @@ mod tests {
         assert!(enable_in_config("plugins: {enabled: [a]}\n", PLUGIN_NAME).is_err());
         assert!(enable_in_config("plugins:\n  enabled: nope\n", PLUGIN_NAME).is_err());
         assert!(enable_in_config("plugins: [\n", PLUGIN_NAME).is_err());
-        assert_eq!(enable_in_config("plugins: {enabled: [skill-retrieval]}\n", PLUGIN_NAME).expect("ok"), None);
+        assert_eq!(
+            enable_in_config("plugins: {enabled: [skill-retrieval]}\n", PLUGIN_NAME).expect("ok"),
+            None
+        );
     }
 
     #[test]
@@ -713,7 +813,13 @@ mod tests {
         assert!(!again.config_changed && !again.files_changed);
         let r = uninstall(&p).expect("uninstall");
         assert!(r.config_changed && r.files_changed && !dir.exists());
-        assert_eq!(std::fs::read_to_string(t.path().join("config.yaml")).expect("read"), COMMENTED);
-        assert!(matches!(resolve_profile(Some(t.path()), Some("nope")), Err(HermesError::Profile(_))));
+        assert_eq!(
+            std::fs::read_to_string(t.path().join("config.yaml")).expect("read"),
+            COMMENTED
+        );
+        assert!(matches!(
+            resolve_profile(Some(t.path()), Some("nope")),
+            Err(HermesError::Profile(_))
+        ));
     }
 }

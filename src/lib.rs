@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: files ([`scan`]) → parsed skills ([`skill`]) → terms
 //! ([`tokenize`], [`analyze`]) → the store ([`store`], written by [`sync`]) → queries
-//! ([`bm25`]). [`compact`] rewrites the `<available_skills>` block of a prompt. See
+//! ([`bm25`]). [`compact`] rewrites the `<available_skills>` block of a prompt;
+//! [`freshness`] and [`hermes`] serve the Hermes plugin. See
 //! `ARCHITECTURE.md` for the map and `docs/store.md` for the file format.
 
 #![warn(missing_docs)]
@@ -14,6 +15,7 @@ pub mod compact;
 pub mod config;
 pub mod fields;
 pub mod freshness;
+pub mod hermes;
 pub mod home;
 pub mod postings;
 pub mod scan;

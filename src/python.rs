@@ -1,1 +1,554 @@
-//! The PyO3 bindings (built with `--features python`).
+//! The PyO3 bindings (built with `--features python`): the module `skillidx._native`.
+//!
+//! A thin, typed layer: every call that touches the store or the disk runs with the GIL
+//! released ([`Python::detach`]), every Rust panic is caught and raised as
+//! `SkillidxError`, and engine errors map to a small exception hierarchy.
+
+use crate::bm25::{Params, SearchOptions};
+use crate::freshness::Freshness;
+use crate::home::{Profile, Root};
+use crate::store::StoreError;
+use crate::sync::SyncOptions;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+create_exception!(
+    skillidx,
+    SkillidxError,
+    PyException,
+    "Base class of every skillidx error."
+);
+create_exception!(
+    skillidx,
+    IndexMissingError,
+    SkillidxError,
+    "There is no index file yet: run `skillidx sync` (or `Index.sync()`)."
+);
+create_exception!(
+    skillidx,
+    IndexCorruptError,
+    SkillidxError,
+    "The index file is damaged or not a skillidx index: rebuild it with `sync(rebuild=True)`."
+);
+create_exception!(
+    skillidx,
+    IndexVersionError,
+    SkillidxError,
+    "A newer skillidx wrote the index file."
+);
+create_exception!(
+    skillidx,
+    ProfileError,
+    SkillidxError,
+    "The profile name is invalid or the profile does not exist."
+);
+
+/// Why a call failed, carried out of the GIL-free section.
+enum Failure {
+    Engine(crate::Error),
+    Panic(String),
+}
+
+impl From<crate::Error> for Failure {
+    fn from(e: crate::Error) -> Self {
+        Failure::Engine(e)
+    }
+}
+
+impl From<crate::home::ProfileError> for Failure {
+    fn from(e: crate::home::ProfileError) -> Self {
+        Failure::Engine(e.into())
+    }
+}
+
+impl From<Failure> for PyErr {
+    fn from(f: Failure) -> PyErr {
+        match f {
+            Failure::Panic(msg) => SkillidxError::new_err(format!("internal error: {msg}")),
+            Failure::Engine(e) => {
+                let msg = e.to_string();
+                match e {
+                    crate::Error::Profile(_) => ProfileError::new_err(msg),
+                    crate::Error::Store(StoreError::Missing(_)) => IndexMissingError::new_err(msg),
+                    crate::Error::Store(
+                        StoreError::Foreign(_)
+                        | StoreError::NotOurs(_)
+                        | StoreError::Corrupt { .. }
+                        | StoreError::BadRecord { .. },
+                    ) => IndexCorruptError::new_err(msg),
+                    crate::Error::Store(StoreError::NewerSchema { .. }) => {
+                        IndexVersionError::new_err(msg)
+                    }
+                    crate::Error::Store(_) => SkillidxError::new_err(msg),
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f` without the GIL, turning a panic into a [`Failure`].
+fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Failure> + Send) -> PyResult<T> {
+    py.detach(|| guarded(f)).map_err(PyErr::from)
+}
+
+fn guarded<T>(f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(Failure::Panic(
+            payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".to_owned()),
+        )),
+    }
+}
+
+/// A skill found by a search.
+#[pyclass(frozen, module = "skillidx._native", name = "Hit")]
+#[derive(Clone)]
+struct PyHit {
+    #[pyo3(get)]
+    id: String,
+    #[pyo3(get)]
+    name: String,
+    #[pyo3(get)]
+    category: String,
+    #[pyo3(get)]
+    description: String,
+    #[pyo3(get)]
+    score: f64,
+    #[pyo3(get)]
+    path: String,
+}
+
+impl From<crate::bm25::Hit> for PyHit {
+    fn from(h: crate::bm25::Hit) -> Self {
+        PyHit {
+            id: h.id,
+            name: h.name,
+            category: h.category,
+            description: h.description,
+            score: h.score,
+            path: h.path,
+        }
+    }
+}
+
+impl From<&PyHit> for crate::bm25::Hit {
+    fn from(h: &PyHit) -> Self {
+        crate::bm25::Hit {
+            id: h.id.clone(),
+            name: h.name.clone(),
+            category: h.category.clone(),
+            description: h.description.clone(),
+            score: h.score,
+            path: h.path.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyHit {
+    fn __repr__(&self) -> String {
+        format!(
+            "Hit(id={:?}, category={:?}, score={:.4})",
+            self.id, self.category, self.score
+        )
+    }
+
+    /// The hit as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("id", &self.id)?;
+        d.set_item("name", &self.name)?;
+        d.set_item("category", &self.category)?;
+        d.set_item("description", &self.description)?;
+        d.set_item("score", self.score)?;
+        d.set_item("path", &self.path)?;
+        Ok(d)
+    }
+}
+
+/// What a sync did.
+#[pyclass(frozen, module = "skillidx._native", name = "SyncReport")]
+struct PySyncReport {
+    #[pyo3(get)]
+    profile: String,
+    #[pyo3(get)]
+    added: usize,
+    #[pyo3(get)]
+    updated: usize,
+    #[pyo3(get)]
+    removed: usize,
+    #[pyo3(get)]
+    unchanged: usize,
+    /// `(path, reason)` for every file or folder that could not be indexed.
+    #[pyo3(get)]
+    skipped: Vec<(String, String)>,
+    /// `(path, reason)` for every skill indexed through a fallback.
+    #[pyo3(get)]
+    warnings: Vec<(String, String)>,
+    #[pyo3(get)]
+    inactive: usize,
+    #[pyo3(get)]
+    active: usize,
+    #[pyo3(get)]
+    hashed: usize,
+    #[pyo3(get)]
+    parsed: usize,
+    #[pyo3(get)]
+    committed: bool,
+    #[pyo3(get)]
+    generation: u64,
+    #[pyo3(get)]
+    lock_wait_ms: f64,
+    #[pyo3(get)]
+    elapsed_ms: f64,
+}
+
+fn problems(v: Vec<crate::scan::Problem>) -> Vec<(String, String)> {
+    v.into_iter()
+        .map(|p| (p.path.to_string_lossy().into_owned(), p.reason))
+        .collect()
+}
+
+impl From<crate::sync::SyncReport> for PySyncReport {
+    fn from(r: crate::sync::SyncReport) -> Self {
+        PySyncReport {
+            profile: r.profile,
+            added: r.added,
+            updated: r.updated,
+            removed: r.removed,
+            unchanged: r.unchanged,
+            skipped: problems(r.skipped),
+            warnings: problems(r.warnings),
+            inactive: r.inactive,
+            active: r.active,
+            hashed: r.hashed,
+            parsed: r.parsed,
+            committed: r.committed,
+            generation: r.generation,
+            lock_wait_ms: r.lock_wait_ms,
+            elapsed_ms: r.elapsed_ms,
+        }
+    }
+}
+
+#[pymethods]
+impl PySyncReport {
+    fn __repr__(&self) -> String {
+        format!(
+            "SyncReport(profile={:?}, active={}, added={}, updated={}, removed={}, unchanged={}, committed={})",
+            self.profile,
+            self.active,
+            self.added,
+            self.updated,
+            self.removed,
+            self.unchanged,
+            if self.committed { "True" } else { "False" }
+        )
+    }
+}
+
+/// An open index for one profile of a Hermes home; safe to share between threads.
+#[pyclass(frozen, module = "skillidx._native", name = "Index")]
+struct PyIndex {
+    index: crate::Index,
+    profile: Profile,
+    db: PathBuf,
+    freshness: Mutex<Freshness>,
+}
+
+fn params(k1: f64, b: f64) -> Params {
+    Params { k1, b }
+}
+
+/// Converts a serde value (a stats or explain record) into Python objects.
+fn to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Null => py.None(),
+        J::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => i.into_pyobject(py)?.into_any().unbind(),
+            None => n
+                .as_f64()
+                .unwrap_or(f64::NAN)
+                .into_pyobject(py)?
+                .into_any()
+                .unbind(),
+        },
+        J::String(s) => s.into_pyobject(py)?.into_any().unbind(),
+        J::Array(a) => {
+            let l = PyList::empty(py);
+            for x in a {
+                l.append(to_py(py, x)?)?;
+            }
+            l.into_any().unbind()
+        }
+        J::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, to_py(py, x)?)?;
+            }
+            d.into_any().unbind()
+        }
+    })
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(v).map_err(|e| Failure::Panic(format!("serialising a result: {e}")))
+}
+
+#[pymethods]
+impl PyIndex {
+    /// Opens the index of `home` (default: `$HERMES_HOME`, else `~/.hermes`) for `profile`
+    /// (default: the active one); `db` defaults to `<root home>/skillidx.redb`. The file is
+    /// created unless `readonly`.
+    #[new]
+    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false))]
+    fn new(
+        py: Python<'_>,
+        home: Option<PathBuf>,
+        profile: Option<String>,
+        db: Option<PathBuf>,
+        readonly: bool,
+    ) -> PyResult<Self> {
+        detached(py, move || {
+            let root = Root::locate(home.as_deref());
+            let name = profile.unwrap_or_else(|| root.active_profile_name());
+            let profile = root.profile(&name)?;
+            let db = db.unwrap_or_else(|| root.default_db_path());
+            let index = if readonly {
+                crate::Index::open(&db)?
+            } else {
+                crate::Index::open_writable(&db)?
+            };
+            Ok(PyIndex {
+                index,
+                freshness: Mutex::new(Freshness::new(&profile)),
+                profile,
+                db,
+            })
+        })
+    }
+
+    /// The profile name.
+    #[getter]
+    fn profile(&self) -> String {
+        self.profile.name.clone()
+    }
+
+    /// The profile's home directory.
+    #[getter]
+    fn home(&self) -> PathBuf {
+        self.profile.home.clone()
+    }
+
+    /// The index file.
+    #[getter]
+    fn db(&self) -> PathBuf {
+        self.db.clone()
+    }
+
+    /// Brings the profile's index in line with its skills on disk.
+    #[pyo3(signature = (rebuild=false))]
+    fn sync(&self, py: Python<'_>, rebuild: bool) -> PyResult<PySyncReport> {
+        detached(py, || {
+            let opts = SyncOptions {
+                rebuild,
+                ..Default::default()
+            };
+            let report = self.index.sync(&self.profile, &opts)?;
+            if let Ok(mut f) = self.freshness.lock() {
+                f.mark_synced();
+            }
+            Ok(report.into())
+        })
+    }
+
+    /// Syncs when the cheap freshness check (stat signature, 30 s TTL) says the index may be
+    /// behind; returns whether a sync ran.
+    fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
+        detached(py, || {
+            // A poisoned lock only means another thread panicked mid-check: the state is
+            // still a valid (possibly stale) signature.
+            let mut f = self.freshness.lock().unwrap_or_else(|p| p.into_inner());
+            if !f.is_stale() {
+                return Ok(false);
+            }
+            self.index.sync(&self.profile, &SyncOptions::default())?;
+            f.mark_synced();
+            Ok(true)
+        })
+    }
+
+    /// The top `k` hits for `query`; skills disabled on `platform` are left out.
+    #[pyo3(signature = (query, k=6, platform=None, k1=1.5, b=0.75))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: String,
+        k: usize,
+        platform: Option<String>,
+        k1: f64,
+        b: f64,
+    ) -> PyResult<Vec<PyHit>> {
+        detached(py, || {
+            let opts = SearchOptions {
+                k,
+                platform,
+                params: params(k1, b),
+            };
+            let hits = self.index.search(&self.profile.name, &query, &opts)?;
+            Ok(hits.into_iter().map(PyHit::from).collect())
+        })
+    }
+
+    /// The retrieved-skills block for `query`, as the Hermes plugin injects it: the top `k`
+    /// hits, those under `min_score_ratio` of the best dropped, the first `inject_k` kept;
+    /// ids in `shown` are named rather than described. `None` when nothing matches.
+    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), k1=1.5, b=0.75))]
+    #[allow(clippy::too_many_arguments)]
+    fn retrieve(
+        &self,
+        py: Python<'_>,
+        query: String,
+        k: usize,
+        inject_k: Option<usize>,
+        min_score_ratio: f64,
+        platform: Option<String>,
+        shown: Vec<String>,
+        k1: f64,
+        b: f64,
+    ) -> PyResult<Option<String>> {
+        detached(py, || {
+            let opts = SearchOptions {
+                k,
+                platform,
+                params: params(k1, b),
+            };
+            let hits = self.index.search(&self.profile.name, &query, &opts)?;
+            let hits =
+                crate::hermes::select_hits(hits, inject_k.unwrap_or(k).min(k), min_score_ratio);
+            Ok(crate::hermes::format_retrieved_block(&hits, &shown))
+        })
+    }
+
+    /// Why `skill` (id or name) scores what it does for `query`, as a dict; `None` if the
+    /// profile has no such skill.
+    #[pyo3(signature = (query, skill, platform=None, k1=1.5, b=0.75))]
+    fn explain(
+        &self,
+        py: Python<'_>,
+        query: String,
+        skill: String,
+        platform: Option<String>,
+        k1: f64,
+        b: f64,
+    ) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || {
+            let opts = SearchOptions {
+                k: 6,
+                platform,
+                params: params(k1, b),
+            };
+            let ex = self
+                .index
+                .explain(&self.profile.name, &query, &skill, &opts)?;
+            json(&ex)
+        })?;
+        to_py(py, &value)
+    }
+
+    /// The profile's figures, as a dict.
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || json(&self.index.stats(&self.profile.name)?))?;
+        to_py(py, &value)
+    }
+
+    /// Every indexed skill of the profile (offered or not), as dicts.
+    fn list(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value = detached(py, || json(&self.index.list(&self.profile.name)?))?;
+        to_py(py, &value)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Index(profile={:?}, home={:?}, db={:?})",
+            self.profile.name, self.profile.home, self.db
+        )
+    }
+}
+
+/// Rewrites every `<available_skills>` block of `text` to names only.
+#[pyfunction]
+fn compact_available_skills(py: Python<'_>, text: String) -> PyResult<String> {
+    detached(py, || Ok(crate::compact::compact_available_skills(&text)))
+}
+
+/// Whether a user message is chit-chat not worth a search (`thanks`, `ok`, …).
+#[pyfunction]
+fn is_chit_chat(text: &str) -> PyResult<bool> {
+    guarded(|| Ok(crate::hermes::is_chit_chat(text))).map_err(PyErr::from)
+}
+
+/// The retrieved-skills block for `hits` (seed format); `None` for no hits.
+#[pyfunction]
+#[pyo3(signature = (hits, shown=Vec::new()))]
+fn format_retrieved_block(
+    hits: Vec<PyRef<'_, PyHit>>,
+    shown: Vec<String>,
+) -> PyResult<Option<String>> {
+    let hits: Vec<crate::bm25::Hit> = hits.iter().map(|h| crate::bm25::Hit::from(&**h)).collect();
+    guarded(|| Ok(crate::hermes::format_retrieved_block(&hits, &shown))).map_err(PyErr::from)
+}
+
+/// The ids described by the retrieved-skills blocks in `text`.
+#[pyfunction]
+fn injected_ids(text: &str) -> PyResult<Vec<String>> {
+    guarded(|| Ok(crate::hermes::injected_ids(text))).map_err(PyErr::from)
+}
+
+/// Runs the `skillidx` command line with `argv` (program name first); returns the exit code.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
+    detached(py, move || {
+        let code = crate::cli::main(argv);
+        Ok(if code == std::process::ExitCode::SUCCESS {
+            0
+        } else if code == std::process::ExitCode::from(2) {
+            2
+        } else {
+            1
+        })
+    })
+}
+
+/// The module `skillidx._native`.
+#[pymodule(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<PyIndex>()?;
+    m.add_class::<PyHit>()?;
+    m.add_class::<PySyncReport>()?;
+    m.add_function(wrap_pyfunction!(compact_available_skills, m)?)?;
+    m.add_function(wrap_pyfunction!(is_chit_chat, m)?)?;
+    m.add_function(wrap_pyfunction!(format_retrieved_block, m)?)?;
+    m.add_function(wrap_pyfunction!(injected_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add("SkillidxError", py.get_type::<SkillidxError>())?;
+    m.add("IndexMissingError", py.get_type::<IndexMissingError>())?;
+    m.add("IndexCorruptError", py.get_type::<IndexCorruptError>())?;
+    m.add("IndexVersionError", py.get_type::<IndexVersionError>())?;
+    m.add("ProfileError", py.get_type::<ProfileError>())?;
+    m.add("PLUGIN_NAME", crate::hermes::PLUGIN_NAME)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,269 @@
+"""skill-retrieval: a Hermes Agent plugin backed by skillidx.
+
+Two phases per turn, like the seed ``skill-retrieval`` plugin:
+
+1. ``llm_request`` middleware: the ``<available_skills>`` block of the outgoing request is
+   rewritten to names only (the system prompt Hermes builds and caches is left alone).
+   ``SKILL_RETRIEVAL_COMPACT=0`` turns this off.
+2. ``pre_llm_call`` hook: the user's message is searched in the skillidx index of the active
+   profile and the top hits are returned as ``{"context": block}``, which Hermes appends to
+   this turn's user message.
+
+All logic (compaction, search, freshness, formatting) lives in the Rust extension
+``skillidx._native``; this file only reads settings, wires the callbacks and fails open:
+any error logs one warning and injects nothing.
+
+Settings (environment): ``SKILL_RETRIEVAL_TOP_K`` (6), ``SKILL_RETRIEVAL_INJECT_K`` (= TOP_K,
+capped at it), ``SKILL_RETRIEVAL_MIN_SCORE_RATIO`` (0.25), ``SKILL_RETRIEVAL_K1`` (1.5),
+``SKILL_RETRIEVAL_B`` (0.75), ``SKILL_RETRIEVAL_COMPACT`` (1), and
+``SKILL_RETRIEVAL_TIMING_LOG`` (a file to append one JSON line per hook/middleware call with
+its duration; Hermes ``-z`` switches logging off, so this is how the per-turn cost is read).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from typing import Any, Dict, Iterable, List, Optional
+
+logger = logging.getLogger(__name__)
+
+try:
+    from skillidx import _native
+except Exception as exc:  # pragma: no cover - depends on the agent's environment
+    _native = None
+    _IMPORT_ERROR: Optional[BaseException] = exc
+else:
+    _IMPORT_ERROR = None
+
+_DEFAULT_TOP_K = 6
+_DEFAULT_MIN_SCORE_RATIO = 0.25
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        logger.warning("%s=%r is not an integer; using %d", name, raw, default)
+        return default
+    if value < 1:
+        logger.warning("%s=%r must be at least 1; using %d", name, raw, default)
+        return default
+    return value
+
+
+def _env_float(name: str, default: float, lo: float, hi: Optional[float]) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value >= lo and (hi is None or value < hi)):
+        logger.warning("%s=%r is out of range; using %s", name, raw, default)
+        return default
+    return value
+
+
+class _Settings:
+    def __init__(self) -> None:
+        self.top_k = _env_int("SKILL_RETRIEVAL_TOP_K", _DEFAULT_TOP_K)
+        self.inject_k = min(_env_int("SKILL_RETRIEVAL_INJECT_K", self.top_k), self.top_k)
+        self.min_score_ratio = _env_float(
+            "SKILL_RETRIEVAL_MIN_SCORE_RATIO", _DEFAULT_MIN_SCORE_RATIO, 0.0, 1.0
+        )
+        self.k1 = _env_float("SKILL_RETRIEVAL_K1", 1.5, 0.0, None)
+        self.b = _env_float("SKILL_RETRIEVAL_B", 0.75, 0.0, 1.0 + 1e-9)
+        self.compact = os.environ.get("SKILL_RETRIEVAL_COMPACT", "1").strip().lower() not in (
+            "0",
+            "false",
+            "no",
+            "off",
+        )
+        self.timing_log = os.environ.get("SKILL_RETRIEVAL_TIMING_LOG", "").strip() or None
+
+
+_settings = _Settings()
+_index: Optional[Any] = None
+_index_lock = threading.Lock()
+_profile: Optional[str] = None
+_warned: set = set()
+
+
+def _warn_once(key: str, msg: str, *args: Any) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(msg, *args)
+
+
+def _timing(kind: str, started: float, **extra: Any) -> None:
+    if _settings.timing_log is None:
+        return
+    entry = {"kind": kind, "ms": (time.perf_counter() - started) * 1000.0, "t": time.time()}
+    entry.update(extra)
+    try:
+        with open(_settings.timing_log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+    except OSError:
+        pass
+
+
+def _get_index() -> Any:
+    """The process's index handle, opened on first use (shared by every thread)."""
+    global _index
+    if _index is None:
+        with _index_lock:
+            if _index is None:
+                _index = _native.Index(home=os.environ.get("HERMES_HOME") or None, profile=_profile)
+    return _index
+
+
+# -- phase 1: names-only <available_skills> in the outgoing request -------------------------
+
+
+def _compact_text(value: Any) -> Any:
+    """Compacts a str, or the text parts of a list of content blocks, in place."""
+    if isinstance(value, str):
+        return _native.compact_available_skills(value) if "<available_skills>" in value else value
+    if isinstance(value, list):
+        for part in value:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                if "<available_skills>" in part["text"]:
+                    part["text"] = _native.compact_available_skills(part["text"])
+    return value
+
+
+def _on_llm_request(request: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
+    started = time.perf_counter()
+    try:
+        if not isinstance(request, dict):
+            return None
+        for key in ("instructions", "system"):
+            if key in request:
+                request[key] = _compact_text(request[key])
+        messages = request.get("messages")
+        if isinstance(messages, list):
+            for msg in messages:
+                if isinstance(msg, dict) and msg.get("role") in ("system", "developer"):
+                    msg["content"] = _compact_text(msg.get("content"))
+        # Edited in place and returned: other plugins' middlewares see and keep the edit.
+        return {"request": request, "source": "skill-retrieval", "reason": "names-only skills"}
+    except Exception as exc:
+        _warn_once("llm_request", "llm_request skills rewrite failed: %s", exc)
+        return None
+    finally:
+        _timing("llm_request", started)
+
+
+# -- phase 2: retrieved skills appended to the user message ---------------------------------
+
+
+def _shown_earlier(history: Any) -> List[str]:
+    """Ids described by earlier turns' blocks still present in the history.
+
+    Hermes 0.19.0 persists a turn's injected context (the ``api_content`` sidecar) and
+    replays it on every later call, so a skill described once stays visible; it is named,
+    not described, again.
+    """
+    if not isinstance(history, list):
+        return []
+    texts: Iterable[Any] = (
+        (m.get("api_content") or m.get("content"))
+        for m in history[:-1]
+        if isinstance(m, dict) and m.get("role") == "user"
+    )
+    shown: List[str] = []
+    for text in texts:
+        if isinstance(text, str) and "## Retrieved Skills" in text:
+            shown.extend(_native.injected_ids(text))
+    return shown
+
+
+def _on_pre_llm_call(
+    user_message: Any = None,
+    conversation_history: Any = None,
+    platform: Any = None,
+    **_: Any,
+) -> Optional[Dict[str, str]]:
+    started = time.perf_counter()
+    synced = False
+    try:
+        if not isinstance(user_message, str) or _native.is_chit_chat(user_message):
+            return None
+        index = _get_index()
+        synced = index.refresh()
+        block = index.retrieve(
+            user_message,
+            k=_settings.top_k,
+            inject_k=_settings.inject_k,
+            min_score_ratio=_settings.min_score_ratio,
+            platform=platform or None,
+            shown=_shown_earlier(conversation_history),
+            k1=_settings.k1,
+            b=_settings.b,
+        )
+        return {"context": block} if block else None
+    except Exception as exc:
+        _warn_once("pre_llm_call", "Skill retrieval failed: %s", exc)
+        return None
+    finally:
+        _timing("pre_llm_call", started, synced=synced)
+
+
+# -- registration --------------------------------------------------------------------------
+
+
+def register(ctx: Any) -> None:
+    global _profile
+    if _native is None:
+        # The seed's degraded-mode lines, so its users' log checks still flag this.
+        logger.warning(
+            "Cannot locate prompt_builder — compaction skipped (skillidx is not importable"
+            " in this Python: %s; `pip install skillidx` into the agent's environment)",
+            _IMPORT_ERROR,
+        )
+        logger.warning("No active skills found for BM25 index (skillidx unavailable)")
+        return
+    name = getattr(ctx, "profile_name", None)
+    _profile = name if isinstance(name, str) and name not in ("", "custom") else None
+
+    if _settings.compact:
+        ctx.register_middleware("llm_request", _on_llm_request)
+    else:
+        logger.info("System prompt compaction disabled by SKILL_RETRIEVAL_COMPACT")
+
+    started = time.perf_counter()
+    try:
+        index = _get_index()
+        index.refresh()
+        stats = index.stats()
+        if stats["active"] == 0:
+            logger.warning("No active skills found for BM25 index")
+        else:
+            logger.info(
+                "BM25 index built: %d docs, %d terms in %.3fs (skillidx, profile %s, %s)",
+                stats["active"],
+                stats["terms"],
+                time.perf_counter() - started,
+                index.profile,
+                index.db,
+            )
+    except Exception as exc:
+        # Fail open: the hook retries opening the index on each turn and injects nothing
+        # while it fails.
+        _warn_once("open", "Skill retrieval index unavailable, injecting nothing: %s", exc)
+        globals()["_index"] = None
+
+    ctx.register_hook("pre_llm_call", _on_pre_llm_call)
+    logger.info(
+        "Skill retrieval plugin registered (top_k=%d, compact=%s)",
+        _settings.top_k,
+        "true" if _settings.compact else "false",
+    )
