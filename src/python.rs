@@ -310,16 +310,20 @@ fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, Failure> {
 impl PyIndex {
     /// Opens the index of `home` (default: `$HERMES_HOME`, else `~/.hermes`) for `profile`
     /// (default: the active one); `db` defaults to `<root home>/skillidx.redb`. The file is
-    /// created unless `readonly`.
+    /// created unless `readonly`. `ttl` is the longest time (seconds) [`PyIndex::refresh`]
+    /// trusts the cheap stat check before syncing anyway.
     #[new]
-    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false))]
+    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0))]
     fn new(
         py: Python<'_>,
         home: Option<PathBuf>,
         profile: Option<String>,
         db: Option<PathBuf>,
         readonly: bool,
+        ttl: f64,
     ) -> PyResult<Self> {
+        let ttl = std::time::Duration::try_from_secs_f64(ttl)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("ttl: {e}")))?;
         detached(py, move || {
             let root = Root::locate(home.as_deref());
             let name = profile.unwrap_or_else(|| root.active_profile_name());
@@ -332,7 +336,7 @@ impl PyIndex {
             };
             Ok(PyIndex {
                 index,
-                freshness: Mutex::new(Freshness::new(&profile)),
+                freshness: Mutex::new(Freshness::with_ttl(&profile.home, ttl)),
                 profile,
                 db,
             })

@@ -1,0 +1,61 @@
+"""skillidx: a persistent, incremental BM25 index of Hermes Agent skills.
+
+The engine is Rust (``skillidx._native``); this package re-exports it. The Hermes plugin
+lives in ``skillidx.hermes_plugin`` and is installed into a Hermes home with
+``skillidx hermes install``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+from ._native import (
+    PLUGIN_NAME,
+    Hit,
+    Index,
+    IndexCorruptError,
+    IndexMissingError,
+    IndexVersionError,
+    ProfileError,
+    SkillidxError,
+    SyncReport,
+    __version__,
+    compact_available_skills,
+    format_retrieved_block,
+    injected_ids,
+    is_chit_chat,
+)
+from ._native import main as _native_main
+
+__all__ = [
+    "PLUGIN_NAME",
+    "Hit",
+    "Index",
+    "IndexCorruptError",
+    "IndexMissingError",
+    "IndexVersionError",
+    "ProfileError",
+    "SkillidxError",
+    "SyncReport",
+    "__version__",
+    "compact_available_skills",
+    "format_retrieved_block",
+    "injected_ids",
+    "is_chit_chat",
+    "main",
+]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Runs the ``skillidx`` command line (the same code as the Rust binary)."""
+    args = list(sys.argv if argv is None else argv)
+    if not args:
+        args = ["skillidx"]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return _native_main(args)
+
+
+def _console_main() -> None:
+    sys.exit(main())

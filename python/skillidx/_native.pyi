@@ -1,0 +1,174 @@
+"""Type stubs for the Rust extension module ``skillidx._native``."""
+
+from os import PathLike
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+
+_Path = Union[str, "PathLike[str]"]
+
+__version__: str
+PLUGIN_NAME: str
+
+class SkillidxError(Exception):
+    """Base class of every skillidx error."""
+
+class IndexMissingError(SkillidxError):
+    """There is no index file yet."""
+
+class IndexCorruptError(SkillidxError):
+    """The index file is damaged or not a skillidx index."""
+
+class IndexVersionError(SkillidxError):
+    """A newer skillidx wrote the index file."""
+
+class ProfileError(SkillidxError):
+    """The profile name is invalid or the profile does not exist."""
+
+class Hit:
+    """A skill found by a search."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def path(self) -> str: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+
+class SyncReport:
+    """What a sync did."""
+
+    @property
+    def profile(self) -> str: ...
+    @property
+    def added(self) -> int: ...
+    @property
+    def updated(self) -> int: ...
+    @property
+    def removed(self) -> int: ...
+    @property
+    def unchanged(self) -> int: ...
+    @property
+    def skipped(self) -> List[Tuple[str, str]]: ...
+    @property
+    def warnings(self) -> List[Tuple[str, str]]: ...
+    @property
+    def inactive(self) -> int: ...
+    @property
+    def active(self) -> int: ...
+    @property
+    def hashed(self) -> int: ...
+    @property
+    def parsed(self) -> int: ...
+    @property
+    def committed(self) -> bool: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def lock_wait_ms(self) -> float: ...
+    @property
+    def elapsed_ms(self) -> float: ...
+
+class Problem(TypedDict):
+    path: str
+    reason: str
+
+class Stats(TypedDict):
+    profile: str
+    home: Optional[str]
+    active: int
+    inactive: int
+    skipped: List[Problem]
+    terms: int
+    avg_length: float
+    generation: int
+    synced_at_ns: int
+
+class SkillEntry(TypedDict):
+    id: str
+    category: str
+    description: str
+    path: str
+    inactive: Optional[str]
+    notes: List[str]
+
+class TermContribution(TypedDict):
+    term: str
+    df: int
+    idf: float
+    fields: List[Tuple[str, int]]
+    score: float
+
+class Explanation(TypedDict):
+    id: str
+    path: str
+    rank: Optional[int]
+    score: float
+    length: int
+    avg_length: float
+    docs: int
+    inactive: Optional[str]
+    terms: List[TermContribution]
+
+class Index:
+    """An open index for one profile of a Hermes home; safe to share between threads.
+
+    Every method that touches the store or the disk releases the GIL.
+    """
+
+    def __init__(
+        self,
+        home: Optional[_Path] = None,
+        profile: Optional[str] = None,
+        db: Optional[_Path] = None,
+        readonly: bool = False,
+        ttl: float = 30.0,
+    ) -> None: ...
+    @property
+    def profile(self) -> str: ...
+    @property
+    def home(self) -> str: ...
+    @property
+    def db(self) -> str: ...
+    def sync(self, rebuild: bool = False) -> SyncReport: ...
+    def refresh(self) -> bool: ...
+    def search(
+        self,
+        query: str,
+        k: int = 6,
+        platform: Optional[str] = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+    ) -> List[Hit]: ...
+    def retrieve(
+        self,
+        query: str,
+        k: int = 6,
+        inject_k: Optional[int] = None,
+        min_score_ratio: float = 0.25,
+        platform: Optional[str] = None,
+        shown: Sequence[str] = ...,
+        k1: float = 1.5,
+        b: float = 0.75,
+    ) -> Optional[str]: ...
+    def explain(
+        self,
+        query: str,
+        skill: str,
+        platform: Optional[str] = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+    ) -> Optional[Explanation]: ...
+    def stats(self) -> Stats: ...
+    def list(self) -> List[SkillEntry]: ...
+
+def compact_available_skills(text: str) -> str: ...
+def is_chit_chat(text: str) -> bool: ...
+def format_retrieved_block(hits: Sequence[Hit], shown: Sequence[str] = ...) -> Optional[str]: ...
+def injected_ids(text: str) -> List[str]: ...
+def main(argv: List[str]) -> int: ...

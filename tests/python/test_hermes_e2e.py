@@ -1,0 +1,155 @@
+"""End to end inside the real agent: hermes-agent 0.19.0, one `hermes -z` turn at a time,
+against a stub OpenAI-compatible server on 127.0.0.1; assertions are on the request Hermes
+actually sent."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from conftest import StubServer, make_home
+
+BIN = Path(sys.executable).parent
+HERMES = BIN / "hermes"
+SKILLIDX = BIN / "skillidx"
+HEADING = "## Retrieved Skills (top-K relevant to your query)"
+
+CONFIG = """\
+# Test home for skillidx's end-to-end test.
+model:
+  provider: custom
+  default: stub-model
+  base_url: http://127.0.0.1:{port}/v1   # the stub server
+  api_key: stub-key
+  context_length: 131072
+
+# plugins are opt-in
+plugins:
+  enabled: []
+"""
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory):
+    if not HERMES.exists():
+        pytest.fail(f"hermes-agent is not installed next to {sys.executable} (tests/python/run.sh installs it)")
+    base = tmp_path_factory.mktemp("e2e")
+    home = make_home(base)
+    (base / "userhome").mkdir()
+    (base / "cwd").mkdir()
+    (home / "cache").mkdir()
+    (home / "cache" / "openrouter_model_metadata.json").write_text(
+        json.dumps({"stub-model": {"context_length": 131072}}))
+    stub = StubServer()
+    (home / "config.yaml").write_text(CONFIG.format(port=stub.port), encoding="utf-8")
+    r = subprocess.run([str(SKILLIDX), "hermes", "install", "--home", str(home)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    cfg = (home / "config.yaml").read_text()
+    assert "enabled: [skill-retrieval]" in cfg and "# the stub server" in cfg
+    yield {"base": base, "home": home, "stub": stub}
+    stub.close()
+
+
+def run_turn(agent: Dict[str, Any], message: str, **env_extra: str) -> Dict[str, Any]:
+    stub: StubServer = agent["stub"]
+    before = len(stub.chat_requests())
+    proxy = f"http://127.0.0.1:{stub.port}"
+    env = {
+        "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(agent["base"] / "userhome"),
+        "HERMES_HOME": str(agent["home"]),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
+        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+        "SKILL_RETRIEVAL_TIMING_LOG": str(agent["base"] / "timings.jsonl"),
+    }
+    env.update(env_extra)
+    r = subprocess.run([str(HERMES), "-z", message, "-t", "skills,terminal"], cwd=agent["base"] / "cwd",
+                       env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    sent = stub.chat_requests()[before:]
+    assert sent, "Hermes sent no chat request"
+    assert stub.connects() == [], "something tried to leave the machine"
+    return sent[0]
+
+
+def block_of(system: str) -> str:
+    m = re.search(r"<available_skills>\n(.*?)\n</available_skills>", system, re.S)
+    assert m, "no <available_skills> block in the system prompt"
+    return m.group(1)
+
+
+def texts(request: Dict[str, Any]) -> (str, str):
+    msgs: List[Dict[str, Any]] = request["messages"]
+    assert msgs[0]["role"] == "system"
+    system = msgs[0]["content"]
+    if isinstance(system, list):
+        system = "".join(p.get("text", "") for p in system)
+    user = [m for m in msgs if m["role"] == "user"][-1]["content"]
+    assert isinstance(user, str)
+    return system, user
+
+
+def injected(user: str) -> Optional[List[str]]:
+    if HEADING not in user:
+        return None
+    return re.findall(r"^- \*\*(.+?)\*\* \(", user.split(HEADING, 1)[1], re.M)
+
+
+def test_turn_sends_names_only_and_injects_retrieved_skills(agent: Dict[str, Any]) -> None:
+    message = "How do I clean up old docker images?"
+    request = run_turn(agent, message)
+    system, user = texts(request)
+    block = block_of(system)
+    # Names only: one line per category, no descriptions.
+    assert "Remove dangling" not in block and "Build, deploy" not in block
+    assert "    - " not in block
+    lines = block.split("\n")
+    assert all(re.match(r"^  \S", l) for l in lines), lines
+    assert "  devops: docker-cleanup, kubernetes-debugging, terraform-plan" in lines
+    assert "  research: arxiv-search" in lines
+    # The text around the block is Hermes' own.
+    assert "Only proceed without loading a skill if genuinely none are relevant" in system
+    # The user message carries the retrieved block with the expected skill first.
+    assert user.startswith(message + "\n\n")
+    ids = injected(user)
+    assert ids and ids[0] == "docker-cleanup", user
+    assert "- **docker-cleanup** (devops/docker-cleanup): Remove dangling Docker images" in user
+    # The plugin ran inside the agent and timed itself.
+    kinds = [json.loads(l)["kind"] for l in (agent["base"] / "timings.jsonl").read_text().splitlines()]
+    assert "pre_llm_call" in kinds and "llm_request" in kinds
+
+
+def test_next_turn_sees_an_in_place_skill_edit(agent: Dict[str, Any]) -> None:
+    path = agent["home"] / "skills" / "research" / "arxiv" / "SKILL.md"
+    path.write_text(path.read_text().replace(
+        "Search arXiv for academic papers and summarise abstracts",
+        "Search arXiv for papers on zebra migration telescopes"), encoding="utf-8")
+    request = run_turn(agent, "find papers about zebra migration")
+    _, user = texts(request)
+    ids = injected(user)
+    assert ids and ids[0] == "arxiv-search", user
+    assert "zebra migration telescopes" in user
+
+
+def test_chit_chat_injects_nothing_and_compaction_can_be_turned_off(agent: Dict[str, Any]) -> None:
+    request = run_turn(agent, "thanks", SKILL_RETRIEVAL_COMPACT="0")
+    system, user = texts(request)
+    assert HEADING not in user
+    block = block_of(system)
+    assert "    - docker-cleanup: Remove dangling" in block  # Hermes' own block, untouched
+
+
+def test_agent_log_has_the_seed_lines(agent: Dict[str, Any]) -> None:
+    log = (agent["home"] / "logs" / "agent.log").read_text(errors="replace")
+    assert re.search(r"BM25 index built: \d+ docs", log), log[-2000:]
+    assert "Skill retrieval plugin registered (top_k=6, compact=true)" in log
