@@ -3,7 +3,7 @@
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::skill::Skill;
 use crate::tokenize::tokenize_with;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// A skill's terms, ready for the postings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub fn field_texts(skill: &Skill) -> [(Field, String); FIELD_COUNT] {
 /// Tokenizes every field of `skill`.
 pub fn analyze(skill: &Skill) -> Analyzed {
     let mut lens = [0u32; FIELD_COUNT];
-    let mut tfs: HashMap<String, [u32; FIELD_COUNT]> = HashMap::new();
+    let mut tfs: FxHashMap<String, [u32; FIELD_COUNT]> = FxHashMap::default();
     for (field, text) in field_texts(skill) {
         let f = field as usize;
         tokenize_with(&text, |t| {

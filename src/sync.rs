@@ -19,6 +19,7 @@ use crate::store::records::*;
 use crate::store::{self, decode, decode_head, encode, ProfileTables, Store, StoreError, PROFILES};
 use rayon::prelude::*;
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
@@ -73,6 +74,16 @@ pub struct SyncReport {
     pub lock_wait_ms: f64,
     /// Wall time, in milliseconds.
     pub elapsed_ms: f64,
+    /// Where the time went, in milliseconds, by phase (scan, observe, apply, commit).
+    pub phases_ms: Vec<(&'static str, f64)>,
+}
+
+impl SyncReport {
+    fn phase(&mut self, name: &'static str, since: &mut Instant) {
+        self.phases_ms
+            .push((name, since.elapsed().as_secs_f64() * 1e3));
+        *since = Instant::now();
+    }
 }
 
 /// Why a sync failed as a whole (single files never fail a sync).
@@ -145,7 +156,9 @@ pub fn sync_profile(
         }
     };
     let roots = scan::skill_roots(&profile.home, &config);
+    let mut mark = Instant::now();
     let (candidates, problems) = scan::scan(&roots);
+    report.phase("scan", &mut mark);
     report.skipped.extend(problems);
 
     let base = if opts.rebuild {
@@ -153,7 +166,9 @@ pub fn sync_profile(
     } else {
         Base::read(store, &tables)?
     };
+    report.phase("read manifest", &mut mark);
     let observed = observe(candidates, &base.manifest, opts.progress);
+    report.phase("hash and parse", &mut mark);
     report.hashed = observed
         .iter()
         .filter(|o| !matches!(o.observation, Observation::StatUnchanged))
@@ -186,7 +201,9 @@ pub fn sync_profile(
     if opts.rebuild {
         apply.clear()?;
     }
+    report.phase("lock", &mut mark);
     apply.run(&base, observed, &snapshot, &mut report)?;
+    report.phase("apply", &mut mark);
     let changed = apply.changed;
     let generation = apply.stats.generation;
     drop(apply);
@@ -201,6 +218,7 @@ pub fn sync_profile(
                 .map_err(|e| store.err(e))?;
         }
         store.commit(txn)?;
+        report.phase("commit", &mut mark);
         report.committed = true;
     } else {
         txn.abort().map_err(|e| store.err(e))?;
@@ -423,9 +441,9 @@ struct Apply<'t> {
     stats: CorpusStats,
     changed: bool,
     /// Postings to take out, per term.
-    remove: HashMap<String, HashSet<u32>>,
+    remove: FxHashMap<String, HashSet<u32>>,
     /// Postings to put in, per term.
-    add: HashMap<String, Vec<Posting>>,
+    add: FxHashMap<String, Vec<Posting>>,
 }
 
 /// A document that the apply phase adds.
@@ -452,8 +470,8 @@ impl<'t> Apply<'t> {
             started_ns,
             stats: CorpusStats::default(),
             changed: false,
-            remove: HashMap::new(),
-            add: HashMap::new(),
+            remove: FxHashMap::default(),
+            add: FxHashMap::default(),
         }
     }
 
@@ -838,16 +856,26 @@ impl<'t> Apply<'t> {
 
     fn queue_remove(&mut self, doc: u32, terms: &[TermEntry]) {
         for (t, _) in terms {
-            self.remove.entry(t.clone()).or_default().insert(doc);
+            match self.remove.get_mut(t.as_str()) {
+                Some(docs) => {
+                    docs.insert(doc);
+                }
+                None => {
+                    self.remove.insert(t.clone(), HashSet::from([doc]));
+                }
+            }
         }
     }
 
     fn queue_add(&mut self, doc: u32, terms: &[TermEntry]) {
         for (t, stats) in terms {
-            self.add
-                .entry(t.clone())
-                .or_default()
-                .push(Posting { doc, stats: *stats });
+            let posting = Posting { doc, stats: *stats };
+            match self.add.get_mut(t.as_str()) {
+                Some(list) => list.push(posting),
+                None => {
+                    self.add.insert(t.clone(), vec![posting]);
+                }
+            }
         }
     }
 

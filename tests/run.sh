@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test of skillidx: the Rust unit and integration tests, a compile check of the
+# benchmarks, and the Python module and Hermes plugin tests (which set up their own venv with
+# maturin, pytest and hermes-agent). Needs only the Rust toolchain and python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo test"
+cargo test --locked 2>&1
+
+echo "== benchmarks compile"
+cargo check --locked --benches 2>&1
+
+if [ -f tests/python/run.sh ]; then
+  echo "== python module and hermes plugin"
+  bash tests/python/run.sh
+fi
