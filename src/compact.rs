@@ -23,11 +23,12 @@
 //! ```
 //!
 //! Why one line per category rather than keeping `    - name` lines: each skill line costs
-//! an indent, a dash and a newline (about three tokens with cl100k) where `, ` costs one, so
-//! the one-line form saves roughly two more tokens per skill; measured on the ~2,800 skills
-//! of the shared corpus it is the difference between ~27K and ~21K tokens for the block
-//! (see `docs/hermes-plugin.md`). The category description is dropped with the skill
-//! descriptions: the plugin injects the relevant descriptions per turn.
+//! an indent, a dash and a newline (about two tokens more per skill than `, `). Measured with
+//! cl100k_base on Hermes 0.19.0's own block: for the 171 Hermes skills of the shared corpus
+//! the block goes from 3,314 tokens to 1,108 with `    - name` lines and to 782 with one
+//! line per category; for all ~2,800 skills from 73,716 to 21,977 and to 16,427 (a further
+//! 25-30 %). The category description is dropped along with the skill descriptions: the
+//! plugin injects the relevant descriptions per turn. See `docs/hermes-plugin.md`.
 //!
 //! Rules (every line of the block's inside is classified):
 //! - `    - name: desc` (four spaces, dash): a skill; its name is the text up to the first
