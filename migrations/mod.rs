@@ -6,17 +6,19 @@
 //! new one. Each step is tested on a fixture file written by the older version
 //! (`tests/fixtures/schema-vN.redb`, see `tests/backward_compatibility.rs`).
 //!
-//! Version 1 is the first released layout, so there is no step yet. When the layout
-//! changes: bump `store::SCHEMA_VERSION`, add `fn vN_to_vN1(store, txn)` here and to
-//! [`STEPS`], keep the old fixture, write a new one, and update `docs/store.md`.
+//! When the layout changes: bump `store::SCHEMA_VERSION`, add a module `vN_to_vN1.rs` here
+//! and its `migrate` to [`STEPS`], keep the old fixture, write a new one, and update
+//! `docs/store.md`.
 
 use crate::store::{Result, Store, StoreError, SCHEMA_VERSION};
+
+pub mod v1_to_v2;
 
 /// A migration step from version `from` to `from + 1`.
 pub type Step = fn(&Store, &redb::WriteTransaction) -> Result<()>;
 
-/// The steps, indexed by the version they start from (`STEPS[0]` would start from 1).
-pub const STEPS: &[Step] = &[];
+/// The steps, indexed by the version they start from (`STEPS[0]` starts from 1).
+pub const STEPS: &[Step] = &[v1_to_v2::migrate];
 
 /// Brings `store`, found at schema `found`, up to [`SCHEMA_VERSION`], one committed step
 /// at a time.

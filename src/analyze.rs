@@ -2,7 +2,7 @@
 
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::skill::Skill;
-use crate::tokenize::tokenize_with;
+use crate::tokenize::{analyze_with, tokenize_with};
 use rustc_hash::FxHashMap;
 
 /// A skill's terms, ready for the postings.
@@ -33,13 +33,19 @@ pub fn field_texts(skill: &Skill) -> [(Field, String); FIELD_COUNT] {
     ]
 }
 
-/// Tokenizes every field of `skill`.
+/// Tokenizes every field of `skill`: the seed field with the plain tokenizer (so the seed
+/// ranking sees exactly the seed plugin's terms), the others with the default analyzer.
 pub fn analyze(skill: &Skill) -> Analyzed {
     let mut lens = [0u32; FIELD_COUNT];
     let mut tfs: FxHashMap<String, [u32; FIELD_COUNT]> = FxHashMap::default();
     for (field, text) in field_texts(skill) {
         let f = field as usize;
-        tokenize_with(&text, |t| {
+        let analyzer: fn(&str, &mut dyn FnMut(&str)) = if field == Field::Seed {
+            |text, emit| tokenize_with(text, emit)
+        } else {
+            |text, emit| analyze_with(text, emit)
+        };
+        analyzer(&text, &mut |t: &str| {
             lens[f] += 1;
             match tfs.get_mut(t) {
                 Some(counts) => counts[f] += 1,

@@ -1,5 +1,11 @@
 //! BM25 search, answered from a read transaction on the store.
 //!
+//! Two rankings ([`Ranking`]). The **default** is BM25F over the analysed fields (name,
+//! description, keywords, category, body), each with its own weight and length
+//! normalisation, with stop words and pleasantries dropped from the query, long turns cut to
+//! their most informative terms, and unknown query words matched to a vocabulary term one or
+//! two edits away. The **seed** ranking reproduces the seed plugin.
+//!
 //! The seed ranking is Okapi BM25 over the seed document ([`Field::Seed`]) with Lucene's
 //! always-positive IDF, `ln(1 + (N − df + 0.5) / (df + 0.5))`. A query term counts once
 //! however often it is repeated, as in the seed plugin. Skills hidden on
@@ -10,7 +16,7 @@ use crate::fields::{Field, FieldStats};
 use crate::postings;
 use crate::store::records::{CorpusStats, DocBody, DocHead, PlatformHidden};
 use crate::store::{self, decode, open_or_none, ProfileTables, Store, StoreError};
-use crate::tokenize::tokenize;
+use crate::tokenize::{analyze, tokenize};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -29,6 +35,58 @@ impl Default for Params {
         Params { k1: 1.5, b: 0.75 }
     }
 }
+
+/// Which ranking answers a query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ranking {
+    /// BM25F over the analysed fields, with query cleanup and typo tolerance.
+    #[default]
+    Default,
+    /// The seed plugin's Okapi BM25 over its single document, for users who want the
+    /// plugin they came from exactly.
+    Seed,
+}
+
+impl std::str::FromStr for Ranking {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "default" => Ok(Ranking::Default),
+            "seed" => Ok(Ranking::Seed),
+            other => Err(format!("unknown ranking {other:?} (default, seed)")),
+        }
+    }
+}
+
+/// The default ranking's per-field weight, in [`Field`] order (the seed field is unused).
+pub const FIELD_WEIGHTS: [f64; crate::fields::FIELD_COUNT] = [3.0, 1.5, 1.5, 0.5, 0.3, 0.0];
+/// The default ranking's per-field length normalisation.
+pub const FIELD_B: [f64; crate::fields::FIELD_COUNT] = [0.3, 0.75, 0.6, 0.3, 0.75, 0.0];
+/// Longest query the default ranking scores term by term; longer turns keep their most
+/// informative (highest-IDF) terms.
+pub const MAX_QUERY_TERMS: usize = 16;
+/// How much a typo-corrected term counts, against 1 for a term found as written.
+pub const TYPO_WEIGHT: f64 = 0.7;
+
+/// Query words the default ranking ignores: function words, and the pleasantries of chat
+/// (so `thanks, ok!` retrieves nothing), all in analysed (stemmed) form.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "abov", "after", "again", "all", "also", "am", "an", "and", "ani", "are", "as", "at", "be",
+    "been", "befor", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "doe",
+    "done", "down", "dure", "each", "few", "for", "from", "further", "get", "got", "had", "has", "have",
+    "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just",
+    "let", "like", "me", "mani", "more", "most", "much", "must", "my", "need", "no", "nor", "not", "now",
+    "of", "off", "on", "onc", "one", "onli", "or", "other", "our", "out", "over", "own", "pleas", "same",
+    "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "thi", "this", "those", "through", "to", "too", "under", "until", "up", "us", "veri",
+    "via", "wa", "want", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "whi", "why", "will", "with", "would", "yet", "you", "your", "yourself", "i'm", "it'", "im", "ll", "ve",
+    "re", "s", "t", "d", "m", "ok", "okay", "thank", "thanks", "thx", "ty", "hi", "hello", "hey", "yes",
+    "yeah", "yep", "nope", "cool", "nice", "great", "good", "awesom", "perfect", "sure", "lol", "haha",
+    "hah", "morn", "morning", "afternoon", "even", "night", "bye", "goodby", "sorri", "welcom", "wow",
+    "someth", "anyth", "thing", "stuff", "help", "make", "new", "go", "know", "think",
+];
 
 /// Lucene's IDF: `ln(1 + (n − df + 0.5) / (df + 0.5))`, positive for every df ≤ n.
 pub fn idf(n: f64, df: f64) -> f64 {
@@ -49,6 +107,8 @@ pub struct SearchOptions {
     pub platform: Option<String>,
     /// BM25 parameters.
     pub params: Params,
+    /// Which ranking.
+    pub ranking: Ranking,
 }
 
 impl Default for SearchOptions {
@@ -57,6 +117,7 @@ impl Default for SearchOptions {
             k: 6,
             platform: None,
             params: Params::default(),
+            ranking: Ranking::default(),
         }
     }
 }
@@ -78,17 +139,34 @@ pub struct Hit {
     pub path: String,
 }
 
-/// One term's part in a skill's score.
+/// One field's part in a term's contribution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldContribution {
+    /// The field.
+    pub field: &'static str,
+    /// The term's frequency in it.
+    pub tf: u32,
+    /// The field's length in the skill.
+    pub length: u32,
+    /// The share of the term's score this field brings.
+    pub score: f64,
+}
+
+/// One query term's part in a skill's score.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TermContribution {
-    /// The term.
+    /// The term as scored (analysed; for a typo, the vocabulary term it was matched to).
     pub term: String,
+    /// The query word it came from, when it was matched as a typo.
+    pub typo_of: Option<String>,
     /// Offered skills containing it.
     pub df: u32,
     /// Its IDF.
     pub idf: f64,
-    /// Its frequency per field in the skill (fields where it is absent are left out).
-    pub fields: Vec<(String, u32)>,
+    /// Its weight in the query (1, less for a typo match).
+    pub weight: f64,
+    /// Per field where the skill contains it.
+    pub fields: Vec<FieldContribution>,
     /// What it adds to the score.
     pub score: f64,
 }
@@ -100,19 +178,20 @@ pub struct Explanation {
     pub id: String,
     /// The SKILL.md path.
     pub path: String,
+    /// The ranking explained.
+    pub ranking: Ranking,
     /// Its rank among all hits (1-based), if it is a hit at all.
     pub rank: Option<usize>,
     /// Its total score.
     pub score: f64,
-    /// Document length and the average over offered skills.
-    pub length: u32,
-    /// The average length.
-    pub avg_length: f64,
     /// Offered skills counted.
     pub docs: u32,
     /// Why it is not offered, if it is not.
     pub inactive: Option<String>,
-    /// Per query term.
+    /// Query words dropped before scoring (stop words, words beyond the long-turn cut,
+    /// words matching nothing).
+    pub dropped: Vec<String>,
+    /// Per query term scored.
     pub terms: Vec<TermContribution>,
 }
 
@@ -190,68 +269,132 @@ impl<'s> Snapshot<'s> {
             .map(|ids| ids.iter().copied().collect())
             .unwrap_or_default();
         let mut n = self.stats.docs;
-        let mut sum = self.stats.sum_lens[Field::Seed as usize];
+        let mut sums = self.stats.sum_lens;
         for &d in &hidden {
             if let Some((h, _)) = self.doc(d)? {
                 n -= 1;
-                sum -= u64::from(h.lens[Field::Seed as usize]);
+                for (sum, len) in sums.iter_mut().zip(h.lens) {
+                    *sum -= u64::from(len);
+                }
             }
         }
-        Ok(View {
-            hidden,
-            n,
-            avgdl: if n == 0 {
-                0.0
-            } else {
-                sum as f64 / f64::from(n)
-            },
-        })
+        let avg = sums.map(|s| if n == 0 { 0.0 } else { s as f64 / f64::from(n) });
+        Ok(View { hidden, n, avg })
     }
 
-    /// The seed-field postings of `term`: (doc, tf, doc length), hidden documents left out.
-    fn seed_postings(&self, term: &str, view: &View) -> Result<Vec<(u32, u32, u32)>, StoreError> {
-        let Some(table) = &self.postings else {
-            return Ok(Vec::new());
-        };
-        let Some(bytes) = table.get(term).map_err(|e| self.store.err(e))? else {
-            return Ok(Vec::new());
-        };
+    /// The postings of `term` that count for `ranking`, hidden documents left out.
+    fn postings_of(&self, term: &str, ranking: Ranking, view: &View) -> Result<Vec<(u32, FieldStats)>, StoreError> {
+        let Some(table) = &self.postings else { return Ok(Vec::new()) };
+        let Some(bytes) = table.get(term).map_err(|e| self.store.err(e))? else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         postings::decode_with(bytes.value(), |doc, stats: &FieldStats| {
-            let (tf, len) = stats[Field::Seed as usize];
-            if tf > 0 && !view.hidden.contains(&doc) {
-                out.push((doc, tf, len));
+            if counts_for(stats, ranking) && !view.hidden.contains(&doc) {
+                out.push((doc, *stats));
             }
         })
         .map_err(|e| self.store.bad_record(format!("postings of {term:?}: {e}")))?;
         Ok(out)
     }
 
+    /// Turns a query into the terms to score, each with its postings, IDF and weight.
+    fn plan(&self, query: &str, opts: &SearchOptions, view: &View) -> Result<Plan, StoreError> {
+        let mut plan = Plan::default();
+        if opts.ranking == Ranking::Seed {
+            for term in query_terms(query) {
+                let postings = self.postings_of(&term, Ranking::Seed, view)?;
+                let idf = idf(f64::from(view.n), postings.len() as f64);
+                plan.terms.push(PlannedTerm { term, typo_of: None, weight: 1.0, idf, postings });
+            }
+            return Ok(plan);
+        }
+        let mut seen = HashSet::new();
+        for term in analyze(query) {
+            if !seen.insert(term.clone()) {
+                continue;
+            }
+            if STOP_WORDS.contains(&term.as_str()) {
+                plan.dropped.push(term);
+                continue;
+            }
+            let postings = self.postings_of(&term, Ranking::Default, view)?;
+            if !postings.is_empty() {
+                let idf = idf(f64::from(view.n), postings.len() as f64);
+                plan.terms.push(PlannedTerm { term, typo_of: None, weight: 1.0, idf, postings });
+                continue;
+            }
+            match self.typo_match(&term, view)? {
+                Some((fixed, postings)) if seen.insert(fixed.clone()) => {
+                    let idf = idf(f64::from(view.n), postings.len() as f64);
+                    plan.terms.push(PlannedTerm { term: fixed, typo_of: Some(term), weight: TYPO_WEIGHT, idf, postings });
+                }
+                _ => plan.dropped.push(term),
+            }
+        }
+        if plan.terms.len() > MAX_QUERY_TERMS {
+            // A long turn (a pasted log, code): its common words would drown the few that
+            // say what is wanted, so keep only the most informative terms.
+            plan.terms.sort_by(|a, b| b.idf.total_cmp(&a.idf));
+            for t in plan.terms.drain(MAX_QUERY_TERMS..) {
+                plan.dropped.push(t.term);
+            }
+        }
+        Ok(plan)
+    }
+
+    /// For a query word found nowhere, the vocabulary term (same first letter) within one
+    /// edit (two for words of eight letters or more) that the most skills contain.
+    fn typo_match(&self, word: &str, view: &View) -> Result<Option<(String, Vec<(u32, FieldStats)>)>, StoreError> {
+        let chars: Vec<char> = word.chars().collect();
+        if chars.len() < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+            return Ok(None);
+        }
+        let Some(table) = &self.postings else { return Ok(None) };
+        let max = if chars.len() >= 8 { 2 } else { 1 };
+        let first = &word[..1];
+        let next = ((first.as_bytes()[0]) + 1) as char;
+        let upper = next.to_string();
+        let mut best: Option<(usize, usize, String)> = None;
+        let range = table.range::<&str>(first..upper.as_str()).map_err(|e| self.store.err(e))?;
+        for row in range {
+            let (k, v) = row.map_err(|e| self.store.err(e))?;
+            let cand = k.value();
+            if cand.len().abs_diff(word.len()) > max {
+                continue;
+            }
+            let d = edit_distance(&chars, cand, max);
+            if d == 0 || d > max {
+                continue;
+            }
+            // Prefer the closest, then the most common (postings list length as a proxy).
+            let size = v.value().len();
+            if best.as_ref().is_none_or(|(bd, bs, _)| (d, std::cmp::Reverse(size)) < (*bd, std::cmp::Reverse(*bs))) {
+                best = Some((d, size, cand.to_owned()));
+            }
+        }
+        let Some((_, _, fixed)) = best else { return Ok(None) };
+        let postings = self.postings_of(&fixed, Ranking::Default, view)?;
+        Ok((!postings.is_empty()).then_some((fixed, postings)))
+    }
+
     /// Scores every matching document.
-    fn score_all(
-        &self,
-        query: &str,
-        opts: &SearchOptions,
-    ) -> Result<(HashMap<u32, f64>, View), StoreError> {
+    fn score_all(&self, query: &str, opts: &SearchOptions) -> Result<(HashMap<u32, f64>, Plan, View), StoreError> {
         let view = self.view(opts.platform.as_deref())?;
         let mut scores: HashMap<u32, f64> = HashMap::new();
         if view.n == 0 {
-            return Ok((scores, view));
+            return Ok((scores, Plan::default(), view));
         }
-        for term in query_terms(query) {
-            let list = self.seed_postings(&term, &view)?;
-            let idf = idf(f64::from(view.n), list.len() as f64);
-            for (doc, tf, dl) in list {
-                *scores.entry(doc).or_insert(0.0) +=
-                    term_weight(idf, f64::from(tf), f64::from(dl), view.avgdl, opts.params);
+        let plan = self.plan(query, opts, &view)?;
+        for t in &plan.terms {
+            for (doc, stats) in &t.postings {
+                *scores.entry(*doc).or_insert(0.0) += term_score(t, stats, &view, opts);
             }
         }
-        Ok((scores, view))
+        Ok((scores, plan, view))
     }
 
     /// The top `opts.k` skills for `query`, best first; ties ordered by id, then path.
     pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Vec<Hit>, StoreError> {
-        let (scores, _) = self.score_all(query, opts)?;
+        let (scores, _, _) = self.score_all(query, opts)?;
         let ranked = self.rank(scores, opts.k)?;
         Ok(ranked.into_iter().map(|(_, hit)| hit).collect())
     }
@@ -269,36 +412,16 @@ impl<'s> Snapshot<'s> {
         let mut hits = Vec::with_capacity(scored.len());
         for (doc, score) in scored {
             if let Some((h, b)) = self.doc(doc)? {
-                hits.push((
-                    doc,
-                    Hit {
-                        id: h.id,
-                        name: h.name,
-                        category: b.category,
-                        description: b.description,
-                        score,
-                        path: h.key,
-                    },
-                ));
+                hits.push((doc, Hit { id: h.id, name: h.name, category: b.category, description: b.description, score, path: h.key }));
             }
         }
-        hits.sort_by(|a, b| {
-            b.1.score
-                .total_cmp(&a.1.score)
-                .then_with(|| a.1.id.cmp(&b.1.id))
-                .then_with(|| a.1.path.cmp(&b.1.path))
-        });
+        hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| a.1.id.cmp(&b.1.id)).then_with(|| a.1.path.cmp(&b.1.path)));
         hits.truncate(k);
         Ok(hits)
     }
 
-    /// Explains the score of the skill `id` for `query`.
-    pub fn explain(
-        &self,
-        query: &str,
-        id: &str,
-        opts: &SearchOptions,
-    ) -> Result<Option<Explanation>, StoreError> {
+    /// Explains the score of the skill `id` (or name) for `query`.
+    pub fn explain(&self, query: &str, id: &str, opts: &SearchOptions) -> Result<Option<Explanation>, StoreError> {
         let docs = self.all_docs()?;
         let Some((doc, head, _)) = docs
             .iter()
@@ -307,43 +430,20 @@ impl<'s> Snapshot<'s> {
         else {
             return Ok(None);
         };
-        let (scores, view) = self.score_all(query, opts)?;
+        let (scores, plan, view) = self.score_all(query, opts)?;
         let total = scores.get(doc).copied().unwrap_or(0.0);
         let rank = (total > 0.0).then(|| 1 + scores.values().filter(|&&s| s > total).count());
         let mut terms = Vec::new();
-        let all_postings = self.postings.as_ref();
-        for term in query_terms(query) {
-            let list = self.seed_postings(&term, &view)?;
-            let df = list.len() as u32;
-            let idf = idf(f64::from(view.n), f64::from(df));
-            let mut fields = Vec::new();
-            if let Some(bytes) = all_postings
-                .map(|t| t.get(term.as_str()))
-                .transpose()
-                .map_err(|e| self.store.err(e))?
-                .flatten()
-            {
-                postings::decode_with(bytes.value(), |d, stats| {
-                    if d == *doc {
-                        for f in Field::ALL {
-                            if stats[f as usize].0 > 0 {
-                                fields.push((f.as_str().to_owned(), stats[f as usize].0));
-                            }
-                        }
-                    }
-                })
-                .map_err(|e| self.store.bad_record(e))?;
-            }
-            let score = list
-                .iter()
-                .find(|(d, _, _)| d == doc)
-                .map_or(0.0, |&(_, tf, dl)| {
-                    term_weight(idf, f64::from(tf), f64::from(dl), view.avgdl, opts.params)
-                });
+        for t in &plan.terms {
+            let stats = t.postings.iter().find(|(d, _)| d == doc).map(|(_, s)| *s);
+            let score = stats.map_or(0.0, |s| term_score(t, &s, &view, opts));
+            let fields = stats.map(|s| field_shares(&s, score, &view, opts)).unwrap_or_default();
             terms.push(TermContribution {
-                term,
-                df,
-                idf,
+                term: t.term.clone(),
+                typo_of: t.typo_of.clone(),
+                df: t.postings.len() as u32,
+                idf: t.idf,
+                weight: t.weight,
                 fields,
                 score,
             });
@@ -351,30 +451,135 @@ impl<'s> Snapshot<'s> {
         Ok(Some(Explanation {
             id: head.id.clone(),
             path: head.key.clone(),
+            ranking: opts.ranking,
             rank,
             score: total,
-            length: head.lens[Field::Seed as usize],
-            avg_length: view.avgdl,
             docs: view.n,
             inactive: head.inactive.clone(),
+            dropped: plan.dropped,
             terms,
         }))
     }
 }
 
-/// The distinct terms of `query`, in order of first occurrence.
+/// Whether a posting counts for `ranking`: the seed ranking sees the seed field only, the
+/// default ranking every other field.
+fn counts_for(stats: &FieldStats, ranking: Ranking) -> bool {
+    match ranking {
+        Ranking::Seed => stats[Field::Seed as usize].0 > 0,
+        Ranking::Default => Field::ALL.iter().any(|&f| f != Field::Seed && stats[f as usize].0 > 0),
+    }
+}
+
+/// The default ranking's pseudo term frequency: each field's frequency, weighted and
+/// normalised by that field's length against its average (BM25F).
+fn bm25f_tf(stats: &FieldStats, view: &View) -> [f64; crate::fields::FIELD_COUNT] {
+    let mut parts = [0.0; crate::fields::FIELD_COUNT];
+    for f in Field::ALL {
+        let (tf, len) = stats[f as usize];
+        let i = f as usize;
+        if f == Field::Seed || tf == 0 || FIELD_WEIGHTS[i] == 0.0 {
+            continue;
+        }
+        let avg = if view.avg[i] > 0.0 { view.avg[i] } else { 1.0 };
+        let norm = 1.0 - FIELD_B[i] + FIELD_B[i] * f64::from(len) / avg;
+        parts[i] = FIELD_WEIGHTS[i] * f64::from(tf) / norm;
+    }
+    parts
+}
+
+fn term_score(t: &PlannedTerm, stats: &FieldStats, view: &View, opts: &SearchOptions) -> f64 {
+    let p = opts.params;
+    match opts.ranking {
+        Ranking::Seed => {
+            let (tf, dl) = stats[Field::Seed as usize];
+            term_weight(t.idf, f64::from(tf), f64::from(dl), view.avg[Field::Seed as usize], p)
+        }
+        Ranking::Default => {
+            let tf: f64 = bm25f_tf(stats, view).iter().sum();
+            t.weight * t.idf * tf * (p.k1 + 1.0) / (tf + p.k1)
+        }
+    }
+}
+
+fn field_shares(stats: &FieldStats, score: f64, view: &View, opts: &SearchOptions) -> Vec<FieldContribution> {
+    let parts = match opts.ranking {
+        Ranking::Seed => {
+            let mut parts = [0.0; crate::fields::FIELD_COUNT];
+            parts[Field::Seed as usize] = 1.0;
+            parts
+        }
+        Ranking::Default => bm25f_tf(stats, view),
+    };
+    let total: f64 = parts.iter().sum();
+    Field::ALL
+        .iter()
+        .filter(|&&f| parts[f as usize] > 0.0)
+        .map(|&f| FieldContribution {
+            field: f.as_str(),
+            tf: stats[f as usize].0,
+            length: stats[f as usize].1,
+            score: score * parts[f as usize] / total,
+        })
+        .collect()
+}
+
+/// Damerau–Levenshtein (optimal string alignment) distance between `a` and `b`, giving up
+/// (returning `max + 1`) once it must exceed `max`.
+pub fn edit_distance(a: &[char], b: &str, max: usize) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let (n, m) = (a.len(), b.len());
+    if n.abs_diff(m) > max {
+        return max + 1;
+    }
+    let mut prev2 = vec![0usize; m + 1];
+    let mut prev: Vec<usize> = (0..=m).collect();
+    let mut cur = vec![0usize; m + 1];
+    for i in 1..=n {
+        cur[0] = i;
+        let mut row_min = cur[0];
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(prev2[j - 2] + 1);
+            }
+            cur[j] = v;
+            row_min = row_min.min(v);
+        }
+        if row_min > max {
+            return max + 1;
+        }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[m]
+}
+
+/// The distinct terms of `query` for the seed ranking, in order of first occurrence.
 pub fn query_terms(query: &str) -> Vec<String> {
     let mut seen = HashSet::new();
-    tokenize(query)
-        .into_iter()
-        .filter(|t| seen.insert(t.clone()))
-        .collect()
+    tokenize(query).into_iter().filter(|t| seen.insert(t.clone())).collect()
 }
 
 struct View {
     hidden: HashSet<u32>,
     n: u32,
-    avgdl: f64,
+    avg: [f64; crate::fields::FIELD_COUNT],
+}
+
+#[derive(Default)]
+struct Plan {
+    terms: Vec<PlannedTerm>,
+    dropped: Vec<String>,
+}
+
+struct PlannedTerm {
+    term: String,
+    typo_of: Option<String>,
+    weight: f64,
+    idf: f64,
+    postings: Vec<(u32, FieldStats)>,
 }
 
 /// Reads the forward index of a document (for tools and tests).
@@ -400,6 +605,16 @@ mod tests {
         assert!((idf(10.0, 10.0) - (1.0f64 + 0.5 / 10.5).ln()).abs() < 1e-12);
         assert!(idf(1.0, 1.0) > 0.0);
         assert!(idf(100.0, 1.0) > idf(100.0, 50.0));
+    }
+
+    #[test]
+    fn edit_distance_counts_transpositions_and_gives_up_early() {
+        let d = |a: &str, b: &str, max| edit_distance(&a.chars().collect::<Vec<_>>(), b, max);
+        assert_eq!(d("docker", "docker", 2), 0);
+        assert_eq!(d("dcoker", "docker", 2), 1);
+        assert_eq!(d("dockr", "docker", 2), 1);
+        assert_eq!(d("kuberentes", "kubernetes", 2), 1);
+        assert_eq!(d("abcdef", "uvwxyz", 2), 3);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! Lives in the library so the Python package's `skillidx` command runs the very same code.
 
-use crate::bm25::{Params, SearchOptions};
+use crate::bm25::{Params, Ranking, SearchOptions};
 use crate::home::{Profile, Root};
 use crate::sync::{SyncOptions, SyncReport};
 use crate::Index;
@@ -121,6 +121,10 @@ enum HermesAction {
 
 #[derive(Args, Debug, Clone, Copy)]
 struct Bm25Args {
+    /// The ranking: `default` (BM25F with query cleanup and typo tolerance) or `seed` (the
+    /// seed plugin's plain BM25, exactly).
+    #[arg(long, default_value = "default")]
+    ranking: Ranking,
     /// BM25 k1.
     #[arg(long, default_value_t = 1.5)]
     k1: f64,
@@ -197,7 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let index = Index::open(&ctx.db)?;
             let profile = profile_name(&common, &ctx);
             if batch {
-                return search_batch(&index, &profile, bm25.params());
+                return search_batch(&index, &profile, bm25);
             }
             let Some(query) = query else {
                 bail!("give a QUERY, or --batch")
@@ -206,6 +210,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 k,
                 platform,
                 params: bm25.params(),
+                ranking: bm25.ranking,
             };
             let hits = index.search(&profile, &query, &opts)?;
             if common.json {
@@ -234,6 +239,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 k: 6,
                 platform,
                 params: bm25.params(),
+                ranking: bm25.ranking,
             };
             let Some(ex) = index.explain(&profile, &query, &skill, &opts)? else {
                 bail!("no skill {skill:?} in profile {profile}");
@@ -250,25 +256,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Some(r) => println!("rank {r}, score {:.4}", ex.score),
                 None => println!("not a hit (score 0)"),
             }
-            println!(
-                "length {} terms; average {:.1} over {} skills",
-                ex.length, ex.avg_length, ex.docs
-            );
-            println!(
-                "{:<20} {:>6} {:>7} {:>8}  fields",
-                "term", "df", "idf", "score"
-            );
+            println!("{:?} ranking over {} offered skills", ex.ranking, ex.docs);
+            if !ex.dropped.is_empty() {
+                println!("query words not scored: {}", ex.dropped.join(", "));
+            }
+            println!("{:<22} {:>6} {:>7} {:>8}  per field (tf/length → score)", "term", "df", "idf", "score");
             for t in &ex.terms {
-                let fields: Vec<String> =
-                    t.fields.iter().map(|(f, n)| format!("{f}×{n}")).collect();
-                println!(
-                    "{:<20} {:>6} {:>7.3} {:>8.4}  {}",
-                    cut(&t.term, 20),
-                    t.df,
-                    t.idf,
-                    t.score,
-                    fields.join(" ")
-                );
+                let fields: Vec<String> = t
+                    .fields
+                    .iter()
+                    .map(|f| format!("{} {}/{} → {:.3}", f.field, f.tf, f.length, f.score))
+                    .collect();
+                let term = match &t.typo_of {
+                    Some(word) => format!("{} (for {word})", t.term),
+                    None => t.term.clone(),
+                };
+                println!("{:<22} {:>6} {:>7.3} {:>8.4}  {}", cut(&term, 22), t.df, t.idf, t.score, fields.join("; "));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -455,7 +458,7 @@ fn print_report(r: &SyncReport) {
     }
 }
 
-fn search_batch(index: &Index, default_profile: &str, params: Params) -> Result<ExitCode> {
+fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<ExitCode> {
     #[derive(serde::Deserialize)]
     struct Request {
         query: String,
@@ -465,6 +468,8 @@ fn search_batch(index: &Index, default_profile: &str, params: Params) -> Result<
         platform: Option<String>,
         #[serde(default)]
         profile: Option<String>,
+        #[serde(default)]
+        ranking: Option<Ranking>,
     }
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
@@ -478,7 +483,8 @@ fn search_batch(index: &Index, default_profile: &str, params: Params) -> Result<
                 let opts = SearchOptions {
                     k: req.k.unwrap_or(6),
                     platform: req.platform,
-                    params,
+                    params: bm25.params(),
+                    ranking: req.ranking.unwrap_or(bm25.ranking),
                 };
                 let profile = req.profile.as_deref().unwrap_or(default_profile);
                 match index.search(profile, &req.query, &opts) {

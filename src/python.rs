@@ -409,6 +409,7 @@ impl PyIndex {
                 k,
                 platform,
                 params: params(k1, b),
+                ..Default::default()
             };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             Ok(hits.into_iter().map(PyHit::from).collect())
@@ -437,6 +438,7 @@ impl PyIndex {
                 k,
                 platform,
                 params: params(k1, b),
+                ..Default::default()
             };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             let hits =
@@ -462,6 +464,7 @@ impl PyIndex {
                 k: 6,
                 platform,
                 params: params(k1, b),
+                ..Default::default()
             };
             let ex = self
                 .index

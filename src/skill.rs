@@ -107,6 +107,8 @@ pub struct Skill {
     pub tags: Vec<String>,
     /// Offer-time conditions.
     pub conditions: Conditions,
+    /// `when_to_use` (or `when-to-use`): when the skill applies, in the author's words.
+    pub when_to_use: String,
     /// The start of the Markdown body, at most [`BODY_CHARS`] characters.
     pub body: String,
     /// Fallbacks taken while parsing, worth telling the user about.
@@ -261,6 +263,11 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
         triggers: string_list(get("triggers")),
         tags,
         conditions,
+        when_to_use: get("when_to_use")
+            .or_else(|| get("when-to-use"))
+            .and_then(scalar_string)
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_default(),
         body: body.chars().take(BODY_CHARS).collect(),
         notes,
     }

@@ -6,7 +6,13 @@
 //! full and half width, Hangul syllables) is split from the rest. A CJK run of three or
 //! more characters becomes its overlapping bigrams; a shorter run stays whole. The
 //! non-CJK part of a mixed token survives, so `用python写` yields `用`, `python`, `写`.
+//!
+//! [`analyze_with`] is the default ranking's analyzer on top of that: identifiers are split
+//! (`camelCase`, `snake_case`, `HTTPServer`) and English words are stemmed (Snowball), so
+//! `deploying` meets `deployment` and `pdfToMarkdown` meets `pdf to markdown`.
 
+use rust_stemmers::{Algorithm, Stemmer};
+use std::sync::OnceLock;
 use unicode_normalization::UnicodeNormalization;
 
 /// Is `c` one of the CJK characters whose runs are split into bigrams?
@@ -68,6 +74,78 @@ pub fn tokenize_with(text: &str, mut emit: impl FnMut(&str)) {
         run.push(c);
     }
     flush(&mut run, run_is_cjk, &mut emit);
+}
+
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+/// Splits an identifier at `_` and at case changes (`getHTTPResponse` → `get`, `HTTP`,
+/// `Response`), calling `emit` for each part. Digits stay with the letters before them.
+fn split_identifier(token: &str, mut emit: impl FnMut(&str)) {
+    let chars: Vec<(usize, char)> = token.char_indices().collect();
+    let mut start = 0usize;
+    for i in 0..chars.len() {
+        let (at, c) = chars[i];
+        if c == '_' {
+            if at > start {
+                emit(&token[start..at]);
+            }
+            start = at + c.len_utf8();
+            continue;
+        }
+        if i == 0 || at == start {
+            continue;
+        }
+        let prev = chars[i - 1].1;
+        let next_lower = chars.get(i + 1).is_some_and(|&(_, n)| n.is_lowercase());
+        // aB → a|B, and ABc → A|Bc (the last capital of a run starts the next word).
+        if (prev.is_lowercase() && c.is_uppercase()) || (prev.is_uppercase() && c.is_uppercase() && next_lower) {
+            emit(&token[start..at]);
+            start = at;
+        }
+    }
+    if start < token.len() {
+        emit(&token[start..]);
+    }
+}
+
+/// The default ranking's analyzer: [`tokenize_with`]'s terms with identifiers split and
+/// ASCII words stemmed. CJK bigrams pass through unchanged.
+pub fn analyze_with(text: &str, mut emit: impl FnMut(&str)) {
+    let normalized: String = if text.is_ascii() { text.to_owned() } else { text.nfkc().collect() };
+    let mut word = String::new();
+    let flush = |word: &mut String, emit: &mut dyn FnMut(&str)| {
+        if word.is_empty() {
+            return;
+        }
+        split_identifier(word, |part| {
+            tokenize_with(part, |t| {
+                if t.len() > 2 && t.bytes().all(|b| b.is_ascii_lowercase()) {
+                    emit(&stemmer().stem(t));
+                } else {
+                    emit(t);
+                }
+            })
+        });
+        word.clear();
+    };
+    for c in normalized.chars() {
+        if is_token_char(c) {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut emit);
+        }
+    }
+    flush(&mut word, &mut emit);
+}
+
+/// Analyzes `text` with [`analyze_with`] into a vector of terms.
+pub fn analyze(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    analyze_with(text, |t| out.push(t.to_owned()));
+    out
 }
 
 /// Tokenizes `text` into a vector of terms.
@@ -150,6 +228,17 @@ mod tests {
         assert!(is_cjk('\u{20000}'));
         assert!(is_cjk('한'));
         assert!(!is_cjk('a'));
+    }
+
+    #[test]
+    fn identifiers_are_split_and_words_stemmed() {
+        assert_eq!(analyze("pdfToMarkdown"), ["pdf", "to", "markdown"]);
+        assert_eq!(analyze("snake_case_name"), ["snake", "case", "name"]);
+        assert_eq!(analyze("HTTPServer getHTTPResponse"), ["http", "server", "get", "http", "respons"]);
+        assert_eq!(analyze("Deploying deployments"), ["deploy", "deploy"]);
+        assert_eq!(analyze("serving-llms-vllm"), ["serv", "llms", "vllm"]);
+        assert_eq!(analyze("用python写脚本"), ["用", "python", "写脚", "脚本"]);
+        assert_eq!(analyze("k8s s3 gpt4"), ["k8s", "s3", "gpt4"]);
     }
 
     #[test]

@@ -1,62 +1,68 @@
 //! Index files written by earlier schema versions still open and answer, after the
 //! migrations in `migrations/` bring them up to date.
 //!
-//! `tests/fixtures/schema-v1.redb` was written by skillidx 0.1.0 (schema 1) from
-//! `examples/hermes-home` with `--all-profiles`. Keep every old fixture when the schema
-//! changes, and add one per new version.
+//! `tests/fixtures/schema-vN.redb` was written by the skillidx of schema N from
+//! `examples/hermes-home` with `--all-profiles`, run from the repository root. Keep every old
+//! fixture when the schema changes, and add one per new version.
 
 mod common;
 use common::*;
-use skillidx::bm25::SearchOptions;
+use skillidx::bm25::{Hit, Ranking, SearchOptions};
 use skillidx::home::Root;
 use skillidx::Index;
 
 fn fixture_copy(version: u32) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("index.redb");
-    std::fs::copy(
-        repo().join(format!("tests/fixtures/schema-v{version}.redb")),
-        &db,
-    )
-    .unwrap();
+    std::fs::copy(repo().join(format!("tests/fixtures/schema-v{version}.redb")), &db).unwrap();
     (dir, db)
 }
 
+fn ids(hits: &[Hit]) -> Vec<(String, f64)> {
+    hits.iter().map(|h| (h.id.clone(), h.score)).collect()
+}
+
 #[test]
-fn schema_1_opens_and_answers() {
+fn schema_1_is_migrated_on_open_and_answers() {
     let (_dir, db) = fixture_copy(1);
     let index = Index::open(&db).unwrap();
-    let hits = index
-        .search(
-            "default",
-            "convert a PDF file to Markdown",
-            &SearchOptions::default(),
-        )
-        .unwrap();
+    // Schema 2's analyzer is in force: a stemmed query finds the skill.
+    let hits = index.search("default", "converting PDFs into markdown", &SearchOptions::default()).unwrap();
     assert_eq!(hits[0].id, "pdf-to-markdown");
-    let hits = index
-        .search(
-            "work",
-            "write a postmortem for the outage",
-            &SearchOptions::default(),
-        )
-        .unwrap();
+    let seed = SearchOptions { ranking: Ranking::Seed, ..Default::default() };
+    let hits = index.search("default", "convert a PDF file to Markdown", &seed).unwrap();
+    assert_eq!(hits[0].id, "pdf-to-markdown");
+    let hits = index.search("work", "write a postmortem for the outage", &SearchOptions::default()).unwrap();
     assert_eq!(hits[0].id, "incident-postmortem");
 }
 
 #[test]
-fn schema_1_syncs_incrementally_against_the_same_home() {
+fn schema_1_is_reparsed_by_the_next_sync_and_then_equals_a_fresh_build() {
     let (_dir, db) = fixture_copy(1);
     let index = Index::open_for_sync(&db).unwrap();
-    // The fixture's paths are relative to the repository root, which is where cargo runs tests.
+    // The fixture's paths are relative to the repository root, where cargo runs tests.
     let root = Root::from_home(std::path::Path::new("examples/hermes-home"));
-    let report = index
-        .sync(&root.profile("default").unwrap(), &Default::default())
-        .unwrap();
-    assert_eq!(
-        (report.added, report.updated, report.removed),
-        (0, 0, 0),
-        "{report:#?}"
-    );
-    assert!(report.unchanged > 60);
+    let profile = root.profile("default").unwrap();
+    let report = index.sync(&profile, &Default::default()).unwrap();
+    assert_eq!((report.added, report.removed), (0, 0), "{report:#?}");
+    assert!(report.updated > 60, "every file is parsed again after the migration");
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = Index::open_writable(&fresh_dir.path().join("fresh.redb")).unwrap();
+    fresh.sync(&profile, &Default::default()).unwrap();
+    for q in ["pdfToMarkdown converter", "会議の議事録", "deploying containers", "git"] {
+        for ranking in [Ranking::Default, Ranking::Seed] {
+            let opts = SearchOptions { ranking, ..Default::default() };
+            let a = index.search("default", q, &opts).unwrap();
+            let b = fresh.search("default", q, &opts).unwrap();
+            assert_eq!(ids(&a), ids(&b), "query {q} ({ranking:?})");
+        }
+    }
+}
+
+#[test]
+fn schema_2_opens_and_answers() {
+    let (_dir, db) = fixture_copy(2);
+    let index = Index::open(&db).unwrap();
+    let hits = index.search("default", "convert a PDF file to Markdown", &SearchOptions::default()).unwrap();
+    assert_eq!(hits[0].id, "pdf-to-markdown");
 }

@@ -99,9 +99,9 @@ fn a_skill_deleted_after_the_walk_is_reported_not_fatal() {
 #[test]
 fn a_broken_config_is_reported_and_ignored() {
     let h = Home::new();
-    h.skill("a/x", "x-skill", "something");
+    h.skill("a/x", "x-skill", "brew green tea");
     h.config("skills: [unclosed\n");
     let r = h.sync();
     assert!(reason_for(&r, "config.yaml").contains("not valid YAML"));
-    assert_eq!(h.search("something"), ["x-skill"]);
+    assert_eq!(h.search("green tea"), ["x-skill"]);
 }

@@ -106,7 +106,7 @@ fn a_foreign_redb_file_is_refused() {
 #[test]
 fn a_newer_schema_is_refused() {
     let h = Home::new();
-    h.skill("a/x", "x-skill", "something");
+    h.skill("a/x", "x-skill", "brew green tea");
     assert!(cli(&h, &["sync"]).status.success());
     {
         let db = redb::Database::create(h.db()).unwrap();
@@ -121,7 +121,7 @@ fn a_newer_schema_is_refused() {
         }
         txn.commit().unwrap();
     }
-    let out = cli(&h, &["search", "something"]);
+    let out = cli(&h, &["search", "green tea"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("schema version 99"),
@@ -134,7 +134,7 @@ fn a_newer_schema_is_refused() {
 fn the_index_is_readable_by_its_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let h = Home::new();
-    h.skill("a/x", "x-skill", "something");
+    h.skill("a/x", "x-skill", "brew green tea");
     assert!(cli(&h, &["sync"]).status.success());
     let mode = std::fs::metadata(h.db()).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
