@@ -18,6 +18,7 @@ pub mod freshness;
 pub mod hermes;
 pub mod home;
 pub mod postings;
+pub mod safety;
 pub mod scan;
 pub mod skill;
 pub mod store;
