@@ -328,8 +328,8 @@ pub fn flags(text: &str) -> Vec<Flag> {
     // Tags and tokens: <system>, </assistant >, <|im_start|>, <available_skills>.
     for (i, _) in n.match_indices('<') {
         let rest = &n[i + 1..];
-        if rest.starts_with('|') {
-            if let Some(close) = rest[1..].find("|>") {
+        if let Some(token) = rest.strip_prefix('|') {
+            if let Some(close) = token.find("|>") {
                 if close <= 40 {
                     found.push((FlagKind::RoleTag, i, i + 1 + 1 + close + 2));
                 }
