@@ -10,12 +10,14 @@
 //!   stored as one-byte "fieldnorms" (exact up to 40 tokens, then coarser), so scores — and a
 //!   few near-tie rankings — differ. IDF is the same Lucene formula.
 //! - **skillidx in process**: the same latency loop around [`skillidx::Index::search`], so the
-//!   two engines are timed by the same code.
+//!   engines are timed by the same code: `skillidx` is the default ranking (BM25F over the
+//!   analysed fields), `skillidx-seed` the seed ranking, which scores the very text and terms
+//!   tantivy indexes here.
 //!
 //! ```text
 //! skillidx-peers tantivy-build HOME INDEX_DIR
 //! skillidx-peers tantivy-search INDEX_DIR QUERY
-//! skillidx-peers latency (skillidx DB | tantivy INDEX_DIR) QUERIES_JSON [ITERS]
+//! skillidx-peers latency (skillidx DB | skillidx-seed DB | tantivy INDEX_DIR) QUERIES_JSON [ITERS]
 //! skillidx-peers freshness HOME [ITERS]
 //! ```
 //!
@@ -24,7 +26,7 @@
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use skillidx::bm25::{query_terms, SearchOptions};
+use skillidx::bm25::{query_terms, Ranking, SearchOptions};
 use skillidx::config::HermesConfig;
 use skillidx::freshness::Freshness;
 use skillidx::scan;
@@ -373,9 +375,16 @@ fn latency(engine: &str, store: &Path, queries: &Queries, iters: usize) -> Resul
     let first = &queries.short[0];
     let t0 = Instant::now();
     let mut result = match engine {
-        "skillidx" => {
+        "skillidx" | "skillidx-seed" => {
             let index = skillidx::Index::open(store)?;
-            let opts = SearchOptions::default();
+            let opts = SearchOptions {
+                ranking: if engine == "skillidx" {
+                    Ranking::Default
+                } else {
+                    Ranking::Seed
+                },
+                ..SearchOptions::default()
+            };
             let n = index.search("default", first, &opts)?.len();
             let first_ms = ms(t0.elapsed());
             let mut v = time_queries(queries, iters, |q| {
@@ -394,7 +403,7 @@ fn latency(engine: &str, store: &Path, queries: &Queries, iters: usize) -> Resul
             v["first_hits"] = json!(n);
             v
         }
-        other => bail!("unknown engine {other:?} (skillidx or tantivy)"),
+        other => bail!("unknown engine {other:?} (skillidx, skillidx-seed or tantivy)"),
     };
     let (rss, hwm) = memory_kib();
     result["engine"] = json!(engine);

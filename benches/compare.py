@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+"""Runs the same work through three engines on the same machine, in one run, and prints
+medians and ratios at each scale; saves the tables (markdown, CSV) and a PNG plot of how each
+cost grows with the number of skills.
+
+Engines:
+  skillidx   the CLI (`target/release/skillidx`), the Python module (`import skillidx`, from
+             .venv) and the library in process (`skillidx-peers latency`, default BM25F
+             ranking, and `skillidx-seed`: the seed ranking)
+  seed       the seed plugin's approach: a pure-Python BM25 built in memory at process start
+             (`benches/seed_bm25.py`)
+  tantivy    tantivy 0.27 on the same documents, text and terms (`skillidx-peers`, see
+             benches/peers/src/main.rs: k1 = 1.2 and one-byte length norms, so scores differ)
+
+Scales: hermes-170 (the Hermes skills of ../shared/corpus), corpus-2800 (the whole shared
+corpus), hub-90k (only with --hub HOME: a home made by benches/make_hub_home.py, which this
+script runs if HOME does not exist yet; slow: the seed approach alone needs minutes there).
+
+    cargo build --release && cargo build --release -p skillidx-peers
+    bash tests/python/run.sh   # or: maturin develop --release into .venv
+    python3 benches/compare.py [--hub /tmp/skillidx-hub-90k] [--out bench-results]
+
+Whole commands are timed with hyperfine (apt-get install hyperfine), peak memory with
+/usr/bin/time -v; in-process latencies by each engine's own loop (p50/p99 of single queries).
+The plot needs matplotlib: from this interpreter, else from target/bench-venv
+(python3 -m venv target/bench-venv && target/bench-venv/bin/pip install matplotlib).
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus"))
+BIN = os.path.join(REPO, "target", "release", "skillidx")
+PEERS = os.path.join(REPO, "target", "release", "skillidx-peers")
+VENV_PY = os.path.join(REPO, ".venv", "bin", "python")
+QUERIES_FILE = os.path.join(HERE, "queries.json")
+QUERIES = json.load(open(QUERIES_FILE, encoding="utf-8"))
+SHORT, TURN = QUERIES["short"], QUERIES["turn"]
+PLOT_VENV_PY = os.path.join(REPO, "target", "bench-venv", "bin", "python")
+
+ENGINES = ["skillidx CLI", "skillidx Python", "skillidx in-process", "skillidx-seed in-process",
+           "seed Python", "tantivy"]
+
+
+def need(path, hint):
+    if not os.path.exists(path):
+        sys.exit(f"missing {path}: {hint}")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def hyperfine(cmd, runs, prepare=None, warmup=0):
+    """Median wall time (s) of `cmd` (a shell string) over `runs` runs."""
+    fd, out = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    args = ["hyperfine", "--style", "none", "--shell=bash", "--runs", str(runs), "--warmup", str(warmup),
+            "--export-json", out]
+    if prepare:
+        args += ["--prepare", prepare]
+    args.append(cmd)
+    run(args)
+    res = json.load(open(out))["results"][0]
+    os.remove(out)
+    return res["median"]
+
+
+def peak_rss_mib(cmd, stdin=None):
+    """Peak RSS (MiB) of `cmd` (a list) by /usr/bin/time -v."""
+    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, input=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd}: {p.stderr[-2000:]}")
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    return int(m.group(1)) / 1024
+
+
+def q(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def settle(home, db):
+    """Build, wait out the racily-clean window, sync again: files as aged as in real use."""
+    run([BIN, "sync", "--home", home, "--db", db])
+    time.sleep(2.1)
+    run([BIN, "sync", "--home", home, "--db", db])
+
+
+PY_LATENCY = r"""
+import json, sys, time, statistics, resource
+import skillidx
+home, db, qfile, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+Q = json.load(open(qfile, encoding="utf-8"))
+t0 = time.perf_counter()
+idx = skillidx.Index(home=home, db=db, readonly=True)
+idx.search(Q["short"][0])
+first = time.perf_counter() - t0
+for s in Q["short"]: idx.search(s)
+def pct(v, p):
+    v = sorted(v); return v[max(1, -(-len(v) * p // 100)) - 1]
+short = []
+for i in range(iters):
+    t = time.perf_counter(); idx.search(Q["short"][i % len(Q["short"])]); short.append((time.perf_counter() - t) * 1e6)
+turn = []
+for i in range(max(50, iters // 4)):
+    t = time.perf_counter(); idx.search(Q["turn"]); turn.append((time.perf_counter() - t) * 1e6)
+print(json.dumps({"first_answer_ms": first * 1e3, "short": {"p50_us": pct(short, 50), "p99_us": pct(short, 99)},
+                  "turn": {"p50_us": pct(turn, 50), "p99_us": pct(turn, 99)},
+                  "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+SEED_LATENCY = r"""
+import json, sys, time, resource
+sys.path.insert(0, sys.argv[4])
+import seed_bm25
+home, qfile, iters = sys.argv[1], sys.argv[2], int(sys.argv[3])
+Q = json.load(open(qfile, encoding="utf-8"))
+t0 = time.perf_counter()
+idx = seed_bm25.Index(home)
+build = time.perf_counter() - t0
+def pct(v, p):
+    v = sorted(v); return v[max(1, -(-len(v) * p // 100)) - 1]
+short = []
+for i in range(iters):
+    t = time.perf_counter(); idx.search(Q["short"][i % len(Q["short"])]); short.append((time.perf_counter() - t) * 1e6)
+turn = []
+for i in range(max(20, iters // 10)):
+    t = time.perf_counter(); idx.search(Q["turn"]); turn.append((time.perf_counter() - t) * 1e6)
+print(json.dumps({"build_ms": build * 1e3, "docs": len(idx.names),
+                  "short": {"p50_us": pct(short, 50), "p99_us": pct(short, 99)},
+                  "turn": {"p50_us": pct(turn, 50), "p99_us": pct(turn, 99)},
+                  "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def measure(scale, home, work, big):
+    """Every figure for one home: {(metric, engine): value}; times in ms, memory in MiB."""
+    r = {}
+    db = os.path.join(work, f"{scale}.redb")
+    tv = os.path.join(work, f"{scale}.tantivy")
+    runs_build = 3 if big else 5
+    py = VENV_PY
+    print(f"[{scale}] skillidx CLI: full build", flush=True)
+    r["full build", "skillidx CLI"] = hyperfine(f"{BIN} sync --home {home} --db {db}", runs_build,
+                                                 prepare=f"rm -f {db}") * 1e3
+    if os.path.exists(db):
+        os.remove(db)
+    r["full build peak memory (MiB)", "skillidx CLI"] = peak_rss_mib([BIN, "sync", "--home", home, "--db", db])
+    settle(home, db)
+    print(f"[{scale}] skillidx CLI: sync unchanged, one changed, first answer", flush=True)
+    r["sync, nothing changed", "skillidx CLI"] = hyperfine(f"{BIN} sync --home {home} --db {db}", 10, warmup=1) * 1e3
+    copy = os.path.join(work, f"{scale}-copy")
+    shutil.copytree(os.path.join(home, "skills"), os.path.join(copy, "skills"), symlinks=False)
+    copy_db = os.path.join(work, f"{scale}-copy.redb")
+    settle(copy, copy_db)
+    victim = min(os.path.join(d, "SKILL.md") for d, _, f in os.walk(os.path.join(copy, "skills")) if "SKILL.md" in f)
+    r["sync, one skill changed", "skillidx CLI"] = hyperfine(
+        f"{BIN} sync --home {copy} --db {copy_db}", 5,
+        prepare=f"echo \"edit $RANDOM$RANDOM zebra$RANDOM\" >> {q(victim)}") * 1e3
+    shutil.rmtree(copy, ignore_errors=True)
+    fr = json.loads(run([PEERS, "freshness", home, "500"]).stdout)
+    r["freshness check p50 (µs)", "skillidx in-process"] = fr["p50_us"]
+    r["freshness check p99 (µs)", "skillidx in-process"] = fr["p99_us"]
+    r["first answer, new process", "skillidx CLI"] = hyperfine(
+        f"{BIN} search {q(SHORT[0])} --home {home} --db {db}", 20, warmup=3) * 1e3
+    batch = "".join(json.dumps({"query": (TURN if i % 10 == 9 else SHORT[i % len(SHORT)])}) + "\n" for i in range(2000))
+    r["peak memory after 2,000 queries (MiB)", "skillidx CLI"] = peak_rss_mib(
+        [BIN, "search", "--batch", "--home", home, "--db", db], stdin=batch)
+    print(f"[{scale}] skillidx Python module", flush=True)
+    r["first answer, new process", "skillidx Python"] = hyperfine(
+        f"{py} -c {q(f'import skillidx; skillidx.Index(home={home!r}, db={db!r}, readonly=True).search({SHORT[0]!r})')}",
+        10, warmup=2) * 1e3
+    pl = json.loads(run([py, "-c", PY_LATENCY, home, db, QUERIES_FILE, "2000"]).stdout)
+    for eng, v in (("skillidx Python", pl),):
+        r["search p50, short (µs)", eng] = v["short"]["p50_us"]
+        r["search p99, short (µs)", eng] = v["short"]["p99_us"]
+        r["search p50, 200-word turn (µs)", eng] = v["turn"]["p50_us"]
+        r["search p99, 200-word turn (µs)", eng] = v["turn"]["p99_us"]
+    print(f"[{scale}] skillidx and tantivy in process", flush=True)
+    for eng in ("skillidx", "skillidx-seed"):
+        v = json.loads(run([PEERS, "latency", eng, db, QUERIES_FILE, "4000"]).stdout)
+        e = f"{eng} in-process"
+        r["first answer in process, open + search", e] = v["first_answer_ms"]
+        r["search p50, short (µs)", e] = v["short"]["p50_us"]
+        r["search p99, short (µs)", e] = v["short"]["p99_us"]
+        r["search p50, 200-word turn (µs)", e] = v["turn"]["p50_us"]
+        r["search p99, 200-word turn (µs)", e] = v["turn"]["p99_us"]
+        r["peak memory after 5,000 queries (MiB)", e] = v["peak_rss_kib"] / 1024
+    print(f"[{scale}] tantivy", flush=True)
+    r["full build", "tantivy"] = hyperfine(f"{PEERS} tantivy-build {home} {tv}", runs_build) * 1e3
+    r["full build peak memory (MiB)", "tantivy"] = peak_rss_mib([PEERS, "tantivy-build", home, tv])
+    r["first answer, new process", "tantivy"] = hyperfine(f"{PEERS} tantivy-search {tv} {q(SHORT[0])}", 20, warmup=3) * 1e3
+    v = json.loads(run([PEERS, "latency", "tantivy", tv, QUERIES_FILE, "4000"]).stdout)
+    r["first answer in process, open + search", "tantivy"] = v["first_answer_ms"]
+    r["search p50, short (µs)", "tantivy"] = v["short"]["p50_us"]
+    r["search p99, short (µs)", "tantivy"] = v["short"]["p99_us"]
+    r["search p50, 200-word turn (µs)", "tantivy"] = v["turn"]["p50_us"]
+    r["search p99, 200-word turn (µs)", "tantivy"] = v["turn"]["p99_us"]
+    r["peak memory after 5,000 queries (MiB)", "tantivy"] = v["peak_rss_kib"] / 1024
+    r["docs", "tantivy"] = json.loads(run([PEERS, "tantivy-build", home, tv]).stdout)["docs"]
+    print(f"[{scale}] seed (pure Python)", flush=True)
+    seed = [py, os.path.join(HERE, "seed_bm25.py"), home, SHORT[0]]
+    r["first answer, new process", "seed Python"] = hyperfine(" ".join(q(a) for a in seed), 1 if big else 3) * 1e3
+    sv = json.loads(run([py, "-c", SEED_LATENCY, home, QUERIES_FILE, "300" if big else "2000", HERE]).stdout)
+    r["full build", "seed Python"] = sv["build_ms"]
+    r["docs", "seed Python"] = sv["docs"]
+    r["search p50, short (µs)", "seed Python"] = sv["short"]["p50_us"]
+    r["search p99, short (µs)", "seed Python"] = sv["short"]["p99_us"]
+    r["search p50, 200-word turn (µs)", "seed Python"] = sv["turn"]["p50_us"]
+    r["search p99, 200-word turn (µs)", "seed Python"] = sv["turn"]["p99_us"]
+    r["full build peak memory (MiB)", "seed Python"] = sv["peak_rss_kib"] / 1024
+    stats = json.loads(run([BIN, "stats", "--home", home, "--db", db, "--json"]).stdout)
+    r["docs", "skillidx CLI"] = find_active(stats)
+    return r
+
+
+def find_active(stats):
+    """The offered-skill count from `skillidx stats --json` (shape-tolerant)."""
+    if isinstance(stats, list):
+        stats = stats[0] if stats else {}
+    for k in ("active", "docs", "offered"):
+        if isinstance(stats.get(k), (int, float)):
+            return stats[k]
+    return float("nan")
+
+
+METRICS = [
+    ("docs", ""),
+    ("full build", "ms"),
+    ("full build peak memory (MiB)", "MiB"),
+    ("sync, nothing changed", "ms"),
+    ("sync, one skill changed", "ms"),
+    ("freshness check p50 (µs)", "µs"),
+    ("freshness check p99 (µs)", "µs"),
+    ("first answer, new process", "ms"),
+    ("first answer in process, open + search", "ms"),
+    ("search p50, short (µs)", "µs"),
+    ("search p99, short (µs)", "µs"),
+    ("search p50, 200-word turn (µs)", "µs"),
+    ("search p99, 200-word turn (µs)", "µs"),
+    ("peak memory after 2,000 queries (MiB)", "MiB"),
+    ("peak memory after 5,000 queries (MiB)", "MiB"),
+]
+
+
+def fmt(v):
+    if v is None:
+        return "–"
+    if isinstance(v, float) and v != v:
+        return "?"
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def best_skillidx(r, metric):
+    """The skillidx figure a peer is compared with: CLI for whole commands, in-process
+    (default ranking) for latencies."""
+    for e in ("skillidx CLI", "skillidx in-process", "skillidx Python"):
+        if (metric, e) in r:
+            return r[metric, e]
+    return None
+
+
+def table(scale, r):
+    lines = [f"### {scale}", "",
+             "| | " + " | ".join(ENGINES) + " | seed ÷ skillidx | tantivy ÷ skillidx |",
+             "|---|" + "---:|" * (len(ENGINES) + 2)]
+    for metric, unit in METRICS:
+        if not any((metric, e) in r for e in ENGINES):
+            continue
+        unit_s = f" ({unit})" if unit and "(" not in metric else ""
+        cells = [fmt(r.get((metric, e))) for e in ENGINES]
+        ours = best_skillidx(r, metric)
+        if metric.startswith(("search", "first answer in process")):
+            ours = r.get((metric, "skillidx in-process"), ours)
+        ratio = lambda e: fmt(r[metric, e] / ours) + "×" if (metric, e) in r and ours and metric != "docs" else "–"
+        lines.append(f"| {metric}{unit_s} | " + " | ".join(cells) + f" | {ratio('seed Python')} | {ratio('tantivy')} |")
+    return "\n".join(lines) + "\n"
+
+
+TARGETS = [  # (scale, metric, engine, limit, text)
+    ("hub-90k", "full build", "skillidx CLI", 15000, "full build ≤ 15 s"),
+    ("hub-90k", "full build peak memory (MiB)", "skillidx CLI", 1024, "full-build peak memory ≤ 1 GiB"),
+    ("hub-90k", "sync, nothing changed", "skillidx CLI", 1000, "sync, nothing changed ≤ 1 s"),
+    ("hub-90k", "sync, one skill changed", "skillidx CLI", 1200, "sync, one changed ≤ 1.2 s"),
+    ("hub-90k", "freshness check p50 (µs)", "skillidx in-process", 5000, "freshness check ≤ 5 ms"),
+    ("hub-90k", "search p50, short (µs)", "skillidx in-process", 1000, "search p50 short ≤ 1 ms"),
+    ("hub-90k", "search p99, short (µs)", "skillidx in-process", 5000, "search p99 short ≤ 5 ms"),
+    ("hub-90k", "search p50, 200-word turn (µs)", "skillidx in-process", 5000, "search p50 200-word turn ≤ 5 ms"),
+    ("hub-90k", "first answer, new process", "skillidx CLI", 20, "first answer in a new process ≤ 20 ms"),
+    ("hub-90k", "peak memory after 2,000 queries (MiB)", "skillidx CLI", 100, "process that answered queries < 100 MiB"),
+    ("corpus-2800", "full build", "skillidx CLI", 1000, "full build ≤ 1 s"),
+    ("corpus-2800", "search p50, short (µs)", "skillidx in-process", 100, "search p50 ≤ 100 µs in process"),
+    ("corpus-2800", "search p50, short (µs)", "skillidx Python", 150, "search p50 ≤ 150 µs through Python"),
+]
+
+
+def targets(results):
+    lines = ["| target | scale | measured | limit | |", "|---|---|---:|---:|---|"]
+    for scale, metric, eng, limit, text in TARGETS:
+        v = results.get(scale, {}).get((metric, eng))
+        if v is None:
+            continue
+        ok = v <= limit
+        lines.append(f"| {text} ({eng}) | {scale} | {fmt(v)} | {fmt(limit)} | {'met' if ok else f'**missed** ({v / limit:.1f}× the limit)'} |")
+    for scale, r in results.items():
+        s, p = r.get(("first answer, new process", "skillidx CLI")), r.get(("first answer, new process", "seed Python"))
+        if s and p:
+            lines.append(f"| first answer ≥ 50× sooner than pure Python | {scale} | {p / s:,.0f}× | 50× | {'met' if p / s >= 50 else '**missed**'} |")
+        for m in ("search p50, short (µs)", "search p50, 200-word turn (µs)"):
+            for eng in ("skillidx in-process", "skillidx-seed in-process"):
+                s, t = r.get((m, eng)), r.get((m, "tantivy"))
+                if s and t:
+                    lines.append(f"| {m.split(' (')[0]} at least as fast as tantivy ({eng}) | {scale} | {fmt(s)} vs {fmt(t)} µs | 1× | {'met' if s <= t else f'**missed** ({s / t:.1f}× slower)'} |")
+    return "\n".join(lines) + "\n"
+
+
+def growth(results):
+    scales = [s for s in ("hermes-170", "corpus-2800", "hub-90k") if s in results]
+    if len(scales) < 2:
+        return ""
+    a, b = scales[0], scales[-1]
+    na = results[a].get(("docs", "skillidx CLI")) or 1
+    nb = results[b].get(("docs", "skillidx CLI")) or 1
+    lines = [f"Growth from {a} to {b} ({fmt(nb / na)}× the skills): cost at {b} ÷ cost at {a}", "",
+             "| | " + " | ".join(ENGINES) + " |", "|---|" + "---:|" * len(ENGINES)]
+    for metric, _ in METRICS[1:]:
+        cells = []
+        for e in ENGINES:
+            x, y = results[a].get((metric, e)), results[b].get((metric, e))
+            cells.append(f"{y / x:,.1f}×" if x and y else "–")
+        if any(c != "–" for c in cells):
+            lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+PLOT = r"""
+import csv, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rows = list(csv.DictReader(open(sys.argv[1], encoding="utf-8")))
+docs = {}
+for r in rows:
+    if r["metric"] == "docs" and r["engine"] == "skillidx CLI":
+        docs[r["scale"]] = float(r["value"])
+panels = [("full build", "ms", ["skillidx CLI", "seed Python", "tantivy"]),
+          ("first answer, new process", "ms", ["skillidx CLI", "skillidx Python", "seed Python", "tantivy"]),
+          ("search p50, short (µs)", "µs", ["skillidx in-process", "skillidx-seed in-process", "skillidx Python", "seed Python", "tantivy"]),
+          ("search p50, 200-word turn (µs)", "µs", ["skillidx in-process", "skillidx-seed in-process", "skillidx Python", "seed Python", "tantivy"]),
+          ("sync, nothing changed", "ms", ["skillidx CLI"]),
+          ("peak memory", "MiB", None)]
+fig, axes = plt.subplots(2, 3, figsize=(15, 9))
+for ax, (metric, unit, engines) in zip(axes.flat, panels):
+    if engines is None:
+        series = {"skillidx CLI (build)": ("full build peak memory (MiB)", "skillidx CLI"),
+                  "skillidx CLI (queries)": ("peak memory after 2,000 queries (MiB)", "skillidx CLI"),
+                  "seed Python": ("full build peak memory (MiB)", "seed Python"),
+                  "tantivy (build)": ("full build peak memory (MiB)", "tantivy")}
+    else:
+        series = {e: (metric, e) for e in engines}
+    for label, (m, e) in series.items():
+        pts = sorted((docs[r["scale"]], float(r["value"])) for r in rows if r["metric"] == m and r["engine"] == e and r["scale"] in docs)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.set_xscale("log"); ax.set_yscale("log")
+    ax.set_title(metric); ax.set_xlabel("skills"); ax.set_ylabel(unit)
+    ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+fig.suptitle("skillidx vs the seed's pure-Python BM25 vs tantivy: cost by number of skills (log-log)")
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
+"""
+
+
+def plot(csv_path, png_path):
+    for py in (sys.executable, PLOT_VENV_PY):
+        if not os.path.exists(py):
+            continue
+        p = subprocess.run([py, "-c", PLOT, csv_path, png_path], capture_output=True, text=True)
+        if p.returncode == 0:
+            return True
+    print("no matplotlib: python3 -m venv target/bench-venv && target/bench-venv/bin/pip install matplotlib",
+          file=sys.stderr)
+    return False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hub", help="a home made by make_hub_home.py (created if missing); adds hub-90k")
+    ap.add_argument("--scales", default="hermes-170,corpus-2800,hub-90k", help="which scales to run")
+    ap.add_argument("--out", default=os.path.join(REPO, "bench-results"))
+    args = ap.parse_args()
+    if not shutil.which("hyperfine"):
+        sys.exit("hyperfine is missing: apt-get update && apt-get install -y hyperfine")
+    need(BIN, "cargo build --release")
+    need(PEERS, "cargo build --release -p skillidx-peers")
+    need(VENV_PY, "bash tests/python/run.sh (or maturin develop --release into .venv)")
+    need("/usr/bin/time", "apt-get install -y time")
+    work = tempfile.mkdtemp(prefix="skillidx-compare-")
+    hermes = os.path.join(work, "hermes-home")
+    os.makedirs(hermes)
+    os.symlink(os.path.join(CORPUS, "skills", "nousresearch-hermes-agent"), os.path.join(hermes, "skills"))
+    homes = [("hermes-170", hermes), ("corpus-2800", CORPUS)]
+    if args.hub:
+        hub = os.path.abspath(args.hub)
+        if not os.path.isdir(os.path.join(hub, "skills")):
+            subprocess.run([sys.executable, os.path.join(HERE, "make_hub_home.py"), hub], check=True)
+        homes.append(("hub-90k", hub))
+    wanted = set(args.scales.split(","))
+    results = {}
+    try:
+        for scale, home in homes:
+            if scale in wanted:
+                results[scale] = measure(scale, home, work, big=scale == "hub-90k")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(args.out, exist_ok=True)
+    commit = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    head = (f"# skillidx vs seed (pure Python) vs tantivy\n\n{time.strftime('%Y-%m-%d %H:%M')} · skillidx {commit} · "
+            f"{os.cpu_count()} × {cpu} · `python3 benches/compare.py{' --hub ' + args.hub if args.hub else ''}`\n\n"
+            "Times are medians (hyperfine for whole commands; each engine's own loop for single queries). "
+            "Ratios: peer ÷ skillidx (CLI for whole commands, in process for latencies); above 1× skillidx is ahead. "
+            "skillidx in-process = the default ranking (BM25F); skillidx-seed = the seed ranking, "
+            "the same text and terms tantivy and the seed index. tantivy's BM25 has k1 = 1.2 and one-byte length norms.\n\n")
+    body = "".join(table(s, r) + "\n" for s, r in results.items())
+    md = head + body + "## Targets\n\n" + targets(results) + "\n" + growth(results)
+    print("\n" + md)
+    with open(os.path.join(args.out, "latest.md"), "w", encoding="utf-8") as f:
+        f.write(md + "\n![scaling](scaling.png)\n")
+    csv_path = os.path.join(args.out, "latest.csv")
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["scale", "metric", "engine", "value"])
+        for s, r in results.items():
+            for (m, e), v in sorted(r.items()):
+                w.writerow([s, m, e, f"{v:.6g}" if isinstance(v, float) else v])
+    if plot(csv_path, os.path.join(args.out, "scaling.png")):
+        print(f"saved {args.out}/latest.md, latest.csv, scaling.png")
+
+
+if __name__ == "__main__":
+    main()
