@@ -1,0 +1,7 @@
+//! See `fuzz/checks.rs`: `checks::postings`.
+#![no_main]
+
+#[path = "../checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::postings(data));
