@@ -183,7 +183,11 @@ pub fn safety(text: &str) {
     );
     assert!(!label.contains(['\n', '<', '>', '(', ')']), "{label:?}");
     if safety::id_problem(text).is_none() {
-        assert!(!text.contains(['\n', '*', '<', '>', '/']), "{text:?}");
-        assert!(!text.split(':').any(|p| p == ".."), "{text:?}");
+        assert!(!text.contains(['\n', '*', '<', '>', '\\']), "{text:?}");
+        assert!(!text.starts_with('/'), "{text:?}");
+        assert!(
+            !text.split([':', '/']).any(|p| p == ".." || p == "."),
+            "{text:?}"
+        );
     }
 }

@@ -14,8 +14,10 @@
 //!   can report these per file.
 //! - [`inline`] turns a description (or a folder name) into one line that cannot break out
 //!   of the block: no line breaks or control and invisible characters, no `<`/`>` (so no
-//!   tag, no `]]>`), no bold/heading/list/quote markers, and every flagged span replaced by
-//!   [`REMOVED`].
+//!   tag, no `]]>`), no `**` (which could close the bold id), no leading heading, list or
+//!   quote marker, and every flagged span replaced by [`REMOVED`]. On the ~2,800 real skills
+//!   of the shared corpus no name or description is flagged and 18 descriptions change,
+//!   all cosmetically (`<` → `‹`, `**` → `*`).
 //! - [`id_problem`] says why an id must not be shown at all (markup, a path that leaves the
 //!   skills folder, injection text); the plugin leaves such skills out of the block.
 
@@ -257,8 +259,10 @@ pub fn flags(text: &str) -> Vec<Flag> {
         let mut qualified = false;
         for j in i + 1..(i + 6).min(ws.len()) {
             let word = w(j);
-            if TARGETS.contains(&word) && (qualified || word == "above" || word == "everything") {
-                // `ignore the above`, `forget everything` need no qualifier.
+            // `ignore the above`, `forget everything` need no qualifier, but must follow
+            // the verb closely.
+            let close_by = j <= i + 2 && matches!(word, "above" | "everything");
+            if TARGETS.contains(&word) && (qualified || close_by) {
                 found.push((FlagKind::IgnoreInstructions, ws[i].start, ws[j].end));
                 break;
             }
@@ -349,13 +353,12 @@ pub fn flags(text: &str) -> Vec<Flag> {
         }
         let inner = rest[..close].trim_matches(' ').trim_start_matches('/');
         let inner = inner.trim_matches(' ');
-        let name = inner.split(' ').next().unwrap_or("");
-        let kind = match name {
-            "system" | "assistant" | "user" | "human" | "developer" | "tool" | "im_start"
-            | "im_end" | "instructions" | "sys" | "inst" | "s" => Some(FlagKind::RoleTag),
-            _ if inner == "available skills" || name == "availableskills" => {
-                Some(FlagKind::BlockMarker)
-            }
+        // The whole tag is the role name: `<user-access-token>` or a generic `<User>` in
+        // code is not a chat turn (`user`, `tool` are too common in code to flag).
+        let kind = match inner {
+            "system" | "assistant" | "human" | "developer" | "im start" | "im end"
+            | "instructions" | "sys" | "inst" => Some(FlagKind::RoleTag),
+            "available skills" | "availableskills" => Some(FlagKind::BlockMarker),
             _ => None,
         };
         if let Some(k) = kind {
@@ -433,8 +436,9 @@ pub fn is_suspicious(text: &str) -> bool {
 ///
 /// Line breaks and every other whitespace run become one space; control and invisible
 /// characters go; `<` and `>` become `‹` and `›`, so no tag (`</available_skills>`,
-/// `<system>`) and no `]]>` survives; runs of `*`, `_`, `` ` ``, `~` and `#` shrink to one (no
-/// bold, no code fence); leading heading, list, quote and numbering markers are removed;
+/// `<system>`) and no `]]>` survives; runs of `*`, `` ` `` and `#` shrink to one (no bold
+/// that could close the id's, no code fence, no heading; `__` stays, as in `mcp__tool`
+/// names); leading heading, list, quote and numbering markers are removed;
 /// every span [`flags`] finds is replaced by [`REMOVED`]. Applying it twice changes nothing.
 pub fn inline(text: &str) -> String {
     let mut s = clean(text);
@@ -486,7 +490,7 @@ fn clean(text: &str) -> String {
         if c == ' ' && (last == Some(' ') || last.is_none()) {
             continue;
         }
-        if matches!(c, '*' | '_' | '`' | '~' | '=' | '|' | '#') && last == Some(c) {
+        if matches!(c, '*' | '`' | '#') && last == Some(c) {
             continue;
         }
         out.push(c);
@@ -533,9 +537,10 @@ pub fn label(text: &str) -> String {
 ///
 /// `skill_view(id)` joins the id onto the skills folder, so, like Hermes'
 /// `_skill_lookup_path_error`, an id must not be absolute, hold a `..` component or a
-/// Windows drive; and it must not hold `/` or `\` either (it would name a path, not a
-/// skill), line breaks, control or invisible characters, markup that could end the bold
-/// id or the item (`*`, `<`, `>`, `` ` ``, `[`, `]`, `|`), or an injection pattern.
+/// Windows drive. A relative `a/b` is allowed, as Hermes allows it (real skills are named
+/// `video-sdk/web`), but not `.` or empty components nor `\`. It must not hold line breaks,
+/// control or invisible characters, markup that could end the bold id or the item (`*`,
+/// `<`, `>`, `` ` ``, `[`, `]`, `|`), or an injection pattern.
 pub fn id_problem(id: &str) -> Option<&'static str> {
     if id.trim().is_empty() {
         return Some("the id is empty");
@@ -558,11 +563,14 @@ pub fn id_problem(id: &str) -> Option<&'static str> {
     {
         return Some("the id is an absolute path");
     }
-    if id.split(['/', '\\', ':']).any(|c| c.trim() == "..") {
-        return Some("the id holds a `..` path component");
+    if id
+        .split(['/', '\\', ':'])
+        .any(|c| c.trim() == ".." || c.trim() == ".")
+    {
+        return Some("the id holds a `.` or `..` path component");
     }
-    if id.contains(['/', '\\']) {
-        return Some("the id holds a path separator");
+    if id.contains('\\') || id.split('/').any(|c| c.trim().is_empty()) {
+        return Some("the id holds a backslash or an empty path component");
     }
     if id.contains(['*', '<', '>', '`', '[', ']', '|', '‹', '›', '＜', '＞']) {
         return Some("the id holds markup characters");
@@ -610,6 +618,8 @@ mod tests {
             "Write previous-year tax instructions for the accountant",
             "Skip the build if nothing changed",
             "You are a helpful skill; now run the tests",
+            "Pass a <user-access-token> to the client, or a generic Array<User>",
+            "Ignoring replies and mentions. Scheduling everything ahead",
             "A → B <- C, and x > y",
         ] {
             assert!(flags(t).is_empty(), "{t}: {:?}", flags(t));
@@ -643,7 +653,9 @@ mod tests {
         for bad in [
             "../outside",
             "/etc/passwd",
-            "a/b",
+            "a//b",
+            "a/./b",
+            "a\\b",
             "C:\\x",
             "x** (y): z",
             "a\nb",
