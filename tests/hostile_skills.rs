@@ -809,3 +809,22 @@ fn injection_patterns_are_reported_by_sync() {
         "{r:#?}"
     );
 }
+
+#[test]
+#[ignore = "needs lead: scan.rs should warn when a SKILL.md reached through a symlink lies outside its skill root, as Hermes' skill_view warns (see the final report)"]
+fn a_skill_outside_the_root_is_reported() {
+    let h = good_home();
+    let d = zoo(&h, "symlink-outside");
+    let outside = outside_of(&h);
+    write(&outside, "---\nname: zoo-outside\ndescription: quux\n---\n");
+    std::os::unix::fs::symlink(&outside, d.join("linked")).unwrap();
+    let r = sync_bounded(&h);
+    let _ = std::fs::remove_dir_all(&outside);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|p| p.path.to_string_lossy().contains("zoo/symlink-outside")
+                && p.reason.contains("outside")),
+        "{r:#?}"
+    );
+}
