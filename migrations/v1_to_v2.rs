@@ -83,7 +83,13 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
         ids
     };
     for id in ids {
-        let Some(bytes) = docs.get(id).map_err(|e| store.err(e))?.map(|v| v.value().to_vec()) else { continue };
+        let Some(bytes) = docs
+            .get(id)
+            .map_err(|e| store.err(e))?
+            .map(|v| v.value().to_vec())
+        else {
+            continue;
+        };
         let (mut head, body): (DocHead, DocBody) = decode(store, &bytes, "document")?;
         let old: Vec<TermEntry> = match terms.get(id).map_err(|e| store.err(e))? {
             Some(v) => decode(store, v.value(), "forward index")?,
@@ -97,18 +103,29 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
                 *sum += u64::from(len);
             }
             for (term, stats) in &new {
-                postings.entry(term.clone()).or_default().push(Posting { doc: id, stats: *stats });
+                postings.entry(term.clone()).or_default().push(Posting {
+                    doc: id,
+                    stats: *stats,
+                });
             }
         }
-        docs.insert(id, encode(&(&head, &body)).as_slice()).map_err(|e| store.err(e))?;
-        terms.insert(id, encode(&new).as_slice()).map_err(|e| store.err(e))?;
+        docs.insert(id, encode(&(&head, &body)).as_slice())
+            .map_err(|e| store.err(e))?;
+        terms
+            .insert(id, encode(&new).as_slice())
+            .map_err(|e| store.err(e))?;
     }
     drop(docs);
     drop(terms);
-    txn.delete_table(tables.postings()).map_err(|e| store.err(e))?;
-    let mut table = txn.open_table(tables.postings()).map_err(|e| store.err(e))?;
+    txn.delete_table(tables.postings())
+        .map_err(|e| store.err(e))?;
+    let mut table = txn
+        .open_table(tables.postings())
+        .map_err(|e| store.err(e))?;
     for (term, list) in postings {
-        table.insert(term.as_str(), postings::encode(&list).as_slice()).map_err(|e| store.err(e))?;
+        table
+            .insert(term.as_str(), postings::encode(&list).as_slice())
+            .map_err(|e| store.err(e))?;
     }
     drop(table);
 
@@ -120,20 +137,29 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
     stats.docs = offered;
     stats.sum_lens = sum_lens;
     stats.generation += 1;
-    state.insert("stats", encode(&stats).as_slice()).map_err(|e| store.err(e))?;
+    state
+        .insert("stats", encode(&stats).as_slice())
+        .map_err(|e| store.err(e))?;
     drop(state);
 
-    let mut manifest = txn.open_table(tables.manifest()).map_err(|e| store.err(e))?;
+    let mut manifest = txn
+        .open_table(tables.manifest())
+        .map_err(|e| store.err(e))?;
     let mut entries = Vec::new();
     for row in manifest.iter().map_err(|e| store.err(e))? {
         let (k, v) = row.map_err(|e| store.err(e))?;
-        entries.push((k.value().to_owned(), decode::<ManifestEntry>(store, v.value(), "manifest entry")?));
+        entries.push((
+            k.value().to_owned(),
+            decode::<ManifestEntry>(store, v.value(), "manifest entry")?,
+        ));
     }
     for (key, mut entry) in entries {
         // An impossible hash and an untrusted stat: the next sync reads and parses it again.
         entry.hash = [0; 32];
         entry.verified_at_ns = 0;
-        manifest.insert(key.as_str(), encode(&entry).as_slice()).map_err(|e| store.err(e))?;
+        manifest
+            .insert(key.as_str(), encode(&entry).as_slice())
+            .map_err(|e| store.err(e))?;
     }
     Ok(())
 }

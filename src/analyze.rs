@@ -33,6 +33,9 @@ pub fn field_texts(skill: &Skill) -> [(Field, String); FIELD_COUNT] {
     ]
 }
 
+/// A tokenizer or analyzer, calling back with each term.
+type Analyzer = fn(&str, &mut dyn FnMut(&str));
+
 /// Tokenizes every field of `skill`: the seed field with the plain tokenizer (so the seed
 /// ranking sees exactly the seed plugin's terms), the others with the default analyzer.
 pub fn analyze(skill: &Skill) -> Analyzed {
@@ -40,7 +43,7 @@ pub fn analyze(skill: &Skill) -> Analyzed {
     let mut tfs: FxHashMap<String, [u32; FIELD_COUNT]> = FxHashMap::default();
     for (field, text) in field_texts(skill) {
         let f = field as usize;
-        let analyzer: fn(&str, &mut dyn FnMut(&str)) = if field == Field::Seed {
+        let analyzer: Analyzer = if field == Field::Seed {
             |text, emit| tokenize_with(text, emit)
         } else {
             |text, emit| analyze_with(text, emit)

@@ -59,33 +59,252 @@ impl std::str::FromStr for Ranking {
     }
 }
 
-/// The default ranking's per-field weight, in [`Field`] order (the seed field is unused).
-pub const FIELD_WEIGHTS: [f64; crate::fields::FIELD_COUNT] = [3.0, 1.5, 1.5, 0.5, 0.3, 0.0];
+/// The default ranking's per-field weight for a Latin-script term, in [`Field`] order. The
+/// body is scored apart from the others, with its own IDF (see [`default_idf`]).
+pub const FIELD_WEIGHTS: [f64; crate::fields::FIELD_COUNT] = [3.0, 1.5, 1.5, 0.5, 1.0, 1.0];
+/// The weights for a CJK term: the body's CJK text is mostly the same few particles and
+/// connectives, so a CJK bigram is matched against the seed document alone (name,
+/// description, tags and the first 200 characters of the body's CJK runs), as in the seed
+/// plugin, which the evaluation shows is hard to beat for CJK.
+pub const CJK_FIELD_WEIGHTS: [f64; crate::fields::FIELD_COUNT] = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
 /// The default ranking's per-field length normalisation.
-pub const FIELD_B: [f64; crate::fields::FIELD_COUNT] = [0.3, 0.75, 0.6, 0.3, 0.75, 0.0];
-/// Longest query the default ranking scores term by term; longer turns keep their most
-/// informative (highest-IDF) terms.
-pub const MAX_QUERY_TERMS: usize = 16;
+pub const FIELD_B: [f64; crate::fields::FIELD_COUNT] = [0.3, 0.75, 0.6, 0.3, 0.75, 0.75];
+/// Most distinct terms the default ranking scores; a longer turn (a pasted log) keeps its
+/// most informative (highest-IDF) terms. Set high: on the evaluation set every long turn
+/// scores best with all its terms, and the cap only bounds the work.
+pub const MAX_QUERY_TERMS: usize = 128;
+/// The relevance floor, in units of `ln(1 + N)`: a hit of the default ranking must score at
+/// least this much for a query of Latin-script terms ([`FLOOR_LATIN`]) or of CJK terms
+/// ([`FLOOR_CJK`], lower because bigrams are scored on the short seed document), mixed in
+/// proportion for a mixed query. Below it a hit is a coincidence, like `can you hear me?`
+/// finding a hearing skill, and is not returned.
+pub const FLOOR_LATIN: f64 = 2.5;
+/// See [`FLOOR_LATIN`].
+pub const FLOOR_CJK: f64 = 0.45;
 /// How much a typo-corrected term counts, against 1 for a term found as written.
 pub const TYPO_WEIGHT: f64 = 0.7;
 
 /// Query words the default ranking ignores: function words, and the pleasantries of chat
 /// (so `thanks, ok!` retrieves nothing), all in analysed (stemmed) form.
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "abov", "after", "again", "all", "also", "am", "an", "and", "ani", "are", "as", "at", "be",
-    "been", "befor", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "doe",
-    "done", "down", "dure", "each", "few", "for", "from", "further", "get", "got", "had", "has", "have",
-    "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just",
-    "let", "like", "me", "mani", "more", "most", "much", "must", "my", "need", "no", "nor", "not", "now",
-    "of", "off", "on", "onc", "one", "onli", "or", "other", "our", "out", "over", "own", "pleas", "same",
-    "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there",
-    "these", "they", "thi", "this", "those", "through", "to", "too", "under", "until", "up", "us", "veri",
-    "via", "wa", "want", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
-    "whi", "why", "will", "with", "would", "yet", "you", "your", "yourself", "i'm", "it'", "im", "ll", "ve",
-    "re", "s", "t", "d", "m", "ok", "okay", "thank", "thanks", "thx", "ty", "hi", "hello", "hey", "yes",
-    "yeah", "yep", "nope", "cool", "nice", "great", "good", "awesom", "perfect", "sure", "lol", "haha",
-    "hah", "morn", "morning", "afternoon", "even", "night", "bye", "goodby", "sorri", "welcom", "wow",
-    "someth", "anyth", "thing", "stuff", "help", "make", "new", "go", "know", "think",
+    "a",
+    "about",
+    "abov",
+    "after",
+    "again",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "ani",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "befor",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "doe",
+    "done",
+    "down",
+    "dure",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "get",
+    "got",
+    "had",
+    "has",
+    "have",
+    "he",
+    "her",
+    "here",
+    "him",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "let",
+    "like",
+    "me",
+    "mani",
+    "more",
+    "most",
+    "much",
+    "must",
+    "my",
+    "need",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "onc",
+    "one",
+    "onli",
+    "or",
+    "other",
+    "our",
+    "out",
+    "over",
+    "own",
+    "pleas",
+    "same",
+    "shall",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thi",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "us",
+    "veri",
+    "via",
+    "wa",
+    "want",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whi",
+    "why",
+    "will",
+    "with",
+    "would",
+    "yet",
+    "you",
+    "your",
+    "yourself",
+    "i'm",
+    "it'",
+    "im",
+    "ll",
+    "ve",
+    "re",
+    "s",
+    "t",
+    "d",
+    "m",
+    "ok",
+    "okay",
+    "thank",
+    "thanks",
+    "thx",
+    "ty",
+    "hi",
+    "hello",
+    "hey",
+    "yes",
+    "yeah",
+    "yep",
+    "nope",
+    "cool",
+    "nice",
+    "great",
+    "good",
+    "awesom",
+    "perfect",
+    "sure",
+    "lol",
+    "haha",
+    "hah",
+    "morn",
+    "morning",
+    "afternoon",
+    "even",
+    "night",
+    "bye",
+    "goodby",
+    "sorri",
+    "welcom",
+    "wow",
+    "someth",
+    "anyth",
+    "thing",
+    "stuff",
+    "help",
+    "make",
+    "new",
+    "go",
+    "know",
+    "think",
+    // CJK: the bigrams of polite verb endings and greetings (ます, です, ください,
+    // おはようございます, こんにちは, ありがとう; 谢谢, 你好, 辛苦了; 감사합니다,
+    // 고마워, 안녕하세요), which say nothing about the task.
+    "ます",
+    "です",
+    "くだ",
+    "ださ",
+    "ござ",
+    "ざい",
+    "おは",
+    "はよ",
+    "こん",
+    "んに",
+    "にち",
+    "ちは",
+    "あり",
+    "りが",
+    "がと",
+    "谢谢",
+    "你好",
+    "您好",
+    "辛苦",
+    "苦了",
+    "감사",
+    "사합",
+    "합니",
+    "니다",
+    "고마",
+    "마워",
+    "안녕",
+    "녕하",
+    "하세",
+    "세요",
 ];
 
 /// Lucene's IDF: `ln(1 + (n − df + 0.5) / (df + 0.5))`, positive for every df ≤ n.
@@ -283,12 +502,21 @@ impl<'s> Snapshot<'s> {
     }
 
     /// The postings of `term` that count for `ranking`, hidden documents left out.
-    fn postings_of(&self, term: &str, ranking: Ranking, view: &View) -> Result<Vec<(u32, FieldStats)>, StoreError> {
-        let Some(table) = &self.postings else { return Ok(Vec::new()) };
-        let Some(bytes) = table.get(term).map_err(|e| self.store.err(e))? else { return Ok(Vec::new()) };
+    fn postings_of(
+        &self,
+        term: &str,
+        ranking: Ranking,
+        view: &View,
+    ) -> Result<Vec<(u32, FieldStats)>, StoreError> {
+        let Some(table) = &self.postings else {
+            return Ok(Vec::new());
+        };
+        let Some(bytes) = table.get(term).map_err(|e| self.store.err(e))? else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
         postings::decode_with(bytes.value(), |doc, stats: &FieldStats| {
-            if counts_for(stats, ranking) && !view.hidden.contains(&doc) {
+            if counts_for(term, stats, ranking) && !view.hidden.contains(&doc) {
                 out.push((doc, *stats));
             }
         })
@@ -303,7 +531,15 @@ impl<'s> Snapshot<'s> {
             for term in query_terms(query) {
                 let postings = self.postings_of(&term, Ranking::Seed, view)?;
                 let idf = idf(f64::from(view.n), postings.len() as f64);
-                plan.terms.push(PlannedTerm { term, typo_of: None, weight: 1.0, idf, postings });
+                plan.terms.push(PlannedTerm {
+                    cjk: is_cjk_term(&term),
+                    term,
+                    typo_of: None,
+                    weight: 1.0,
+                    idf,
+                    body_idf: idf_all(view.n, &postings),
+                    postings,
+                });
             }
             return Ok(plan);
         }
@@ -318,14 +554,30 @@ impl<'s> Snapshot<'s> {
             }
             let postings = self.postings_of(&term, Ranking::Default, view)?;
             if !postings.is_empty() {
-                let idf = idf(f64::from(view.n), postings.len() as f64);
-                plan.terms.push(PlannedTerm { term, typo_of: None, weight: 1.0, idf, postings });
+                let idf = default_idf(&term, view.n, &postings);
+                plan.terms.push(PlannedTerm {
+                    cjk: is_cjk_term(&term),
+                    term,
+                    typo_of: None,
+                    weight: 1.0,
+                    idf,
+                    body_idf: idf_all(view.n, &postings),
+                    postings,
+                });
                 continue;
             }
             match self.typo_match(&term, view)? {
                 Some((fixed, postings)) if seen.insert(fixed.clone()) => {
-                    let idf = idf(f64::from(view.n), postings.len() as f64);
-                    plan.terms.push(PlannedTerm { term: fixed, typo_of: Some(term), weight: TYPO_WEIGHT, idf, postings });
+                    let idf = default_idf(&fixed, view.n, &postings);
+                    plan.terms.push(PlannedTerm {
+                        cjk: false,
+                        term: fixed,
+                        typo_of: Some(term),
+                        weight: TYPO_WEIGHT,
+                        idf,
+                        body_idf: idf_all(view.n, &postings),
+                        postings,
+                    });
                 }
                 _ => plan.dropped.push(term),
             }
@@ -343,18 +595,26 @@ impl<'s> Snapshot<'s> {
 
     /// For a query word found nowhere, the vocabulary term (same first letter) within one
     /// edit (two for words of eight letters or more) that the most skills contain.
-    fn typo_match(&self, word: &str, view: &View) -> Result<Option<(String, Vec<(u32, FieldStats)>)>, StoreError> {
+    fn typo_match(
+        &self,
+        word: &str,
+        view: &View,
+    ) -> Result<Option<(String, TermPostings)>, StoreError> {
         let chars: Vec<char> = word.chars().collect();
         if chars.len() < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
             return Ok(None);
         }
-        let Some(table) = &self.postings else { return Ok(None) };
+        let Some(table) = &self.postings else {
+            return Ok(None);
+        };
         let max = if chars.len() >= 8 { 2 } else { 1 };
         let first = &word[..1];
         let next = ((first.as_bytes()[0]) + 1) as char;
         let upper = next.to_string();
         let mut best: Option<(usize, usize, String)> = None;
-        let range = table.range::<&str>(first..upper.as_str()).map_err(|e| self.store.err(e))?;
+        let range = table
+            .range::<&str>(first..upper.as_str())
+            .map_err(|e| self.store.err(e))?;
         for row in range {
             let (k, v) = row.map_err(|e| self.store.err(e))?;
             let cand = k.value();
@@ -367,17 +627,25 @@ impl<'s> Snapshot<'s> {
             }
             // Prefer the closest, then the most common (postings list length as a proxy).
             let size = v.value().len();
-            if best.as_ref().is_none_or(|(bd, bs, _)| (d, std::cmp::Reverse(size)) < (*bd, std::cmp::Reverse(*bs))) {
+            if best.as_ref().is_none_or(|(bd, bs, _)| {
+                (d, std::cmp::Reverse(size)) < (*bd, std::cmp::Reverse(*bs))
+            }) {
                 best = Some((d, size, cand.to_owned()));
             }
         }
-        let Some((_, _, fixed)) = best else { return Ok(None) };
+        let Some((_, _, fixed)) = best else {
+            return Ok(None);
+        };
         let postings = self.postings_of(&fixed, Ranking::Default, view)?;
         Ok((!postings.is_empty()).then_some((fixed, postings)))
     }
 
     /// Scores every matching document.
-    fn score_all(&self, query: &str, opts: &SearchOptions) -> Result<(HashMap<u32, f64>, Plan, View), StoreError> {
+    fn score_all(
+        &self,
+        query: &str,
+        opts: &SearchOptions,
+    ) -> Result<(HashMap<u32, f64>, Plan, View), StoreError> {
         let view = self.view(opts.platform.as_deref())?;
         let mut scores: HashMap<u32, f64> = HashMap::new();
         if view.n == 0 {
@@ -388,6 +656,10 @@ impl<'s> Snapshot<'s> {
             for (doc, stats) in &t.postings {
                 *scores.entry(*doc).or_insert(0.0) += term_score(t, stats, &view, opts);
             }
+        }
+        if opts.ranking == Ranking::Default {
+            let floor = plan.floor(view.n);
+            scores.retain(|_, s| *s >= floor);
         }
         Ok((scores, plan, view))
     }
@@ -412,16 +684,36 @@ impl<'s> Snapshot<'s> {
         let mut hits = Vec::with_capacity(scored.len());
         for (doc, score) in scored {
             if let Some((h, b)) = self.doc(doc)? {
-                hits.push((doc, Hit { id: h.id, name: h.name, category: b.category, description: b.description, score, path: h.key }));
+                hits.push((
+                    doc,
+                    Hit {
+                        id: h.id,
+                        name: h.name,
+                        category: b.category,
+                        description: b.description,
+                        score,
+                        path: h.key,
+                    },
+                ));
             }
         }
-        hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| a.1.id.cmp(&b.1.id)).then_with(|| a.1.path.cmp(&b.1.path)));
+        hits.sort_by(|a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then_with(|| a.1.id.cmp(&b.1.id))
+                .then_with(|| a.1.path.cmp(&b.1.path))
+        });
         hits.truncate(k);
         Ok(hits)
     }
 
     /// Explains the score of the skill `id` (or name) for `query`.
-    pub fn explain(&self, query: &str, id: &str, opts: &SearchOptions) -> Result<Option<Explanation>, StoreError> {
+    pub fn explain(
+        &self,
+        query: &str,
+        id: &str,
+        opts: &SearchOptions,
+    ) -> Result<Option<Explanation>, StoreError> {
         let docs = self.all_docs()?;
         let Some((doc, head, _)) = docs
             .iter()
@@ -437,7 +729,9 @@ impl<'s> Snapshot<'s> {
         for t in &plan.terms {
             let stats = t.postings.iter().find(|(d, _)| d == doc).map(|(_, s)| *s);
             let score = stats.map_or(0.0, |s| term_score(t, &s, &view, opts));
-            let fields = stats.map(|s| field_shares(&s, score, &view, opts)).unwrap_or_default();
+            let fields = stats
+                .map(|s| field_shares(&t.term, &s, score, &view, opts))
+                .unwrap_or_default();
             terms.push(TermContribution {
                 term: t.term.clone(),
                 typo_of: t.typo_of.clone(),
@@ -462,28 +756,78 @@ impl<'s> Snapshot<'s> {
     }
 }
 
-/// Whether a posting counts for `ranking`: the seed ranking sees the seed field only, the
-/// default ranking every other field.
-fn counts_for(stats: &FieldStats, ranking: Ranking) -> bool {
+/// Whether a posting of `term` counts for `ranking`: the seed ranking sees the seed field
+/// only, the default ranking the fields it weighs for that kind of term.
+fn counts_for(term: &str, stats: &FieldStats, ranking: Ranking) -> bool {
     match ranking {
         Ranking::Seed => stats[Field::Seed as usize].0 > 0,
-        Ranking::Default => Field::ALL.iter().any(|&f| f != Field::Seed && stats[f as usize].0 > 0),
+        Ranking::Default => {
+            let w = if is_cjk_term(term) {
+                CJK_FIELD_WEIGHTS
+            } else {
+                FIELD_WEIGHTS
+            };
+            Field::ALL
+                .iter()
+                .any(|&f| w[f as usize] > 0.0 && stats[f as usize].0 > 0)
+        }
     }
+}
+
+/// The default ranking's IDF for the metadata fields. A word in the body of a third of all
+/// skills may still be rare in names and descriptions, which is where it says what a skill
+/// is for, so document frequency is counted over the metadata fields when the term occurs
+/// there, and over every field only for a term found in bodies alone. CJK terms, scored
+/// on the seed document, use its document frequency.
+fn default_idf(term: &str, n: u32, postings: &[(u32, FieldStats)]) -> f64 {
+    if is_cjk_term(term) {
+        return idf(f64::from(n), postings.len() as f64);
+    }
+    let meta = postings
+        .iter()
+        .filter(|(_, s)| {
+            [
+                Field::Name,
+                Field::Description,
+                Field::Keywords,
+                Field::Category,
+            ]
+            .iter()
+            .any(|&f| s[f as usize].0 > 0)
+        })
+        .count();
+    let df = if meta > 0 { meta } else { postings.len() };
+    idf(f64::from(n), df as f64)
+}
+
+/// The IDF over every field, for the body's part of a term's score.
+fn idf_all(n: u32, postings: &[(u32, FieldStats)]) -> f64 {
+    idf(f64::from(n), postings.len() as f64)
+}
+
+/// Whether `term` is a CJK term (a bigram or short run).
+fn is_cjk_term(term: &str) -> bool {
+    term.chars().next().is_some_and(crate::tokenize::is_cjk)
 }
 
 /// The default ranking's pseudo term frequency: each field's frequency, weighted and
 /// normalised by that field's length against its average (BM25F).
-fn bm25f_tf(stats: &FieldStats, view: &View) -> [f64; crate::fields::FIELD_COUNT] {
+fn bm25f_tf(stats: &FieldStats, view: &View, cjk: bool) -> [f64; crate::fields::FIELD_COUNT] {
+    let w = if cjk {
+        CJK_FIELD_WEIGHTS
+    } else {
+        FIELD_WEIGHTS
+    };
     let mut parts = [0.0; crate::fields::FIELD_COUNT];
     for f in Field::ALL {
         let (tf, len) = stats[f as usize];
         let i = f as usize;
-        if f == Field::Seed || tf == 0 || FIELD_WEIGHTS[i] == 0.0 {
+        if tf == 0 || w[i] == 0.0 {
             continue;
         }
         let avg = if view.avg[i] > 0.0 { view.avg[i] } else { 1.0 };
         let norm = 1.0 - FIELD_B[i] + FIELD_B[i] * f64::from(len) / avg;
-        parts[i] = FIELD_WEIGHTS[i] * f64::from(tf) / norm;
+        parts[i] = w[i] * f64::from(tf) / norm;
     }
     parts
 }
@@ -493,23 +837,42 @@ fn term_score(t: &PlannedTerm, stats: &FieldStats, view: &View, opts: &SearchOpt
     match opts.ranking {
         Ranking::Seed => {
             let (tf, dl) = stats[Field::Seed as usize];
-            term_weight(t.idf, f64::from(tf), f64::from(dl), view.avg[Field::Seed as usize], p)
+            term_weight(
+                t.idf,
+                f64::from(tf),
+                f64::from(dl),
+                view.avg[Field::Seed as usize],
+                p,
+            )
         }
         Ranking::Default => {
-            let tf: f64 = bm25f_tf(stats, view).iter().sum();
-            t.weight * t.idf * tf * (p.k1 + 1.0) / (tf + p.k1)
+            // Metadata fields and the body saturate separately, each with its own IDF: a
+            // word common in bodies (`name`, `run`) but rare in descriptions counts fully
+            // where it says what a skill is for, and only as much as it is rare in bodies
+            // where it merely occurs in an example.
+            let parts = bm25f_tf(stats, view, t.cjk);
+            let body = parts[Field::Body as usize];
+            let meta: f64 = parts.iter().sum::<f64>() - body;
+            let sat = |x: f64| x * (p.k1 + 1.0) / (x + p.k1);
+            t.weight * (t.idf * sat(meta) + t.body_idf * sat(body))
         }
     }
 }
 
-fn field_shares(stats: &FieldStats, score: f64, view: &View, opts: &SearchOptions) -> Vec<FieldContribution> {
+fn field_shares(
+    term: &str,
+    stats: &FieldStats,
+    score: f64,
+    view: &View,
+    opts: &SearchOptions,
+) -> Vec<FieldContribution> {
     let parts = match opts.ranking {
         Ranking::Seed => {
             let mut parts = [0.0; crate::fields::FIELD_COUNT];
             parts[Field::Seed as usize] = 1.0;
             parts
         }
-        Ranking::Default => bm25f_tf(stats, view),
+        Ranking::Default => bm25f_tf(stats, view, is_cjk_term(term)),
     };
     let total: f64 = parts.iter().sum();
     Field::ALL
@@ -559,8 +922,14 @@ pub fn edit_distance(a: &[char], b: &str, max: usize) -> usize {
 /// The distinct terms of `query` for the seed ranking, in order of first occurrence.
 pub fn query_terms(query: &str) -> Vec<String> {
     let mut seen = HashSet::new();
-    tokenize(query).into_iter().filter(|t| seen.insert(t.clone())).collect()
+    tokenize(query)
+        .into_iter()
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
 }
+
+/// One term's postings as the query path holds them.
+type TermPostings = Vec<(u32, FieldStats)>;
 
 struct View {
     hidden: HashSet<u32>,
@@ -574,12 +943,29 @@ struct Plan {
     dropped: Vec<String>,
 }
 
+impl Plan {
+    /// The relevance floor for this query over `n` offered skills (see [`FLOOR_LATIN`]).
+    fn floor(&self, n: u32) -> f64 {
+        if self.terms.is_empty() {
+            return f64::INFINITY;
+        }
+        let cjk = self.terms.iter().filter(|t| t.cjk).count() as f64 / self.terms.len() as f64;
+        // IDF tells rare words from common ones only in a collection of some size: in a
+        // home of a dozen skills every word is "rare". The floor fades in between 20 and
+        // 500 skills.
+        let fade = ((f64::from(n) - 20.0) / 480.0).clamp(0.0, 1.0);
+        fade * (1.0 + f64::from(n)).ln() * (FLOOR_LATIN * (1.0 - cjk) + FLOOR_CJK * cjk)
+    }
+}
+
 struct PlannedTerm {
     term: String,
+    cjk: bool,
     typo_of: Option<String>,
     weight: f64,
     idf: f64,
-    postings: Vec<(u32, FieldStats)>,
+    body_idf: f64,
+    postings: TermPostings,
 }
 
 /// Reads the forward index of a document (for tools and tests).

@@ -88,6 +88,19 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Measure ranking quality on a labelled query file (see `tests/eval/README.md`).
+    Eval {
+        /// The query file (JSON lines with `query`, `kind`, `lang`, `relevant`).
+        queries: PathBuf,
+        /// Rankings to compare, comma-separated.
+        #[arg(long, default_value = "seed,default", value_delimiter = ',')]
+        ranking: Vec<Ranking>,
+        /// Also list the queries whose relevant skill is not in the top 6.
+        #[arg(long)]
+        misses: bool,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Show the index's figures and skipped files.
     Stats {
         #[command(flatten)]
@@ -260,7 +273,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if !ex.dropped.is_empty() {
                 println!("query words not scored: {}", ex.dropped.join(", "));
             }
-            println!("{:<22} {:>6} {:>7} {:>8}  per field (tf/length → score)", "term", "df", "idf", "score");
+            println!(
+                "{:<22} {:>6} {:>7} {:>8}  per field (tf/length → score)",
+                "term", "df", "idf", "score"
+            );
             for t in &ex.terms {
                 let fields: Vec<String> = t
                     .fields
@@ -271,7 +287,64 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     Some(word) => format!("{} (for {word})", t.term),
                     None => t.term.clone(),
                 };
-                println!("{:<22} {:>6} {:>7.3} {:>8.4}  {}", cut(&term, 22), t.df, t.idf, t.score, fields.join("; "));
+                println!(
+                    "{:<22} {:>6} {:>7.3} {:>8.4}  {}",
+                    cut(&term, 22),
+                    t.df,
+                    t.idf,
+                    t.score,
+                    fields.join("; ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Eval {
+            queries,
+            ranking,
+            misses,
+            common,
+        } => {
+            let ctx = context(&common);
+            let index = Index::open(&ctx.db)?;
+            let profile = ctx.root.profile(&profile_name(&common, &ctx))?;
+            let queries = crate::eval::load(&queries)?;
+            let skills = profile.home.join("skills");
+            let reports = ranking
+                .iter()
+                .map(|r| crate::eval::evaluate(&index, &profile.name, &skills, &queries, *r))
+                .collect::<Result<Vec<_>, _>>()?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&reports)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("{} queries, profile {}\n", queries.len(), profile.name);
+            print!("{}", crate::eval::table(&reports));
+            if misses {
+                for r in &reports {
+                    println!("\n{:?}: relevant skill not in the top 6", r.ranking);
+                    for o in r
+                        .outcomes
+                        .iter()
+                        .filter(|o| o.first_relevant.is_none_or(|f| f > 6))
+                    {
+                        let q = queries
+                            .iter()
+                            .find(|q| q.id == o.id)
+                            .map_or("", |q| q.query.as_str());
+                        if queries
+                            .iter()
+                            .any(|q| q.id == o.id && !q.relevant.is_empty())
+                        {
+                            println!(
+                                "  {} [{}] {:?} → {:?}",
+                                o.id,
+                                o.kind,
+                                cut(q, 70),
+                                &o.top[..o.top.len().min(3)]
+                            );
+                        }
+                    }
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

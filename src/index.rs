@@ -103,7 +103,7 @@ impl Index {
     /// Opens an index for `sync --rebuild`: a file that is damaged or not an index is moved
     /// aside (to `<file>.broken-<time>`) and replaced, as the user asked for a fresh one.
     pub fn open_for_rebuild(db: &Path) -> Result<(Index, Option<PathBuf>), Error> {
-        match Store::open_write(db) {
+        match Store::open_write_verified(db) {
             Ok(store) => Ok((Index { store }, None)),
             Err(
                 StoreError::Foreign(_)

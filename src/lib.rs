@@ -13,6 +13,7 @@ pub mod bm25;
 pub mod cli;
 pub mod compact;
 pub mod config;
+pub mod eval;
 pub mod fields;
 pub mod freshness;
 pub mod hermes;

@@ -101,7 +101,9 @@ fn split_identifier(token: &str, mut emit: impl FnMut(&str)) {
         let prev = chars[i - 1].1;
         let next_lower = chars.get(i + 1).is_some_and(|&(_, n)| n.is_lowercase());
         // aB → a|B, and ABc → A|Bc (the last capital of a run starts the next word).
-        if (prev.is_lowercase() && c.is_uppercase()) || (prev.is_uppercase() && c.is_uppercase() && next_lower) {
+        if (prev.is_lowercase() && c.is_uppercase())
+            || (prev.is_uppercase() && c.is_uppercase() && next_lower)
+        {
             emit(&token[start..at]);
             start = at;
         }
@@ -114,7 +116,11 @@ fn split_identifier(token: &str, mut emit: impl FnMut(&str)) {
 /// The default ranking's analyzer: [`tokenize_with`]'s terms with identifiers split and
 /// ASCII words stemmed. CJK bigrams pass through unchanged.
 pub fn analyze_with(text: &str, mut emit: impl FnMut(&str)) {
-    let normalized: String = if text.is_ascii() { text.to_owned() } else { text.nfkc().collect() };
+    let normalized: String = if text.is_ascii() {
+        text.to_owned()
+    } else {
+        text.nfkc().collect()
+    };
     let mut word = String::new();
     let flush = |word: &mut String, emit: &mut dyn FnMut(&str)| {
         if word.is_empty() {
@@ -234,7 +240,10 @@ mod tests {
     fn identifiers_are_split_and_words_stemmed() {
         assert_eq!(analyze("pdfToMarkdown"), ["pdf", "to", "markdown"]);
         assert_eq!(analyze("snake_case_name"), ["snake", "case", "name"]);
-        assert_eq!(analyze("HTTPServer getHTTPResponse"), ["http", "server", "get", "http", "respons"]);
+        assert_eq!(
+            analyze("HTTPServer getHTTPResponse"),
+            ["http", "server", "get", "http", "respons"]
+        );
         assert_eq!(analyze("Deploying deployments"), ["deploy", "deploy"]);
         assert_eq!(analyze("serving-llms-vllm"), ["serv", "llms", "vllm"]);
         assert_eq!(analyze("用python写脚本"), ["用", "python", "写脚", "脚本"]);

@@ -14,7 +14,11 @@ use skillidx::Index;
 fn fixture_copy(version: u32) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("index.redb");
-    std::fs::copy(repo().join(format!("tests/fixtures/schema-v{version}.redb")), &db).unwrap();
+    std::fs::copy(
+        repo().join(format!("tests/fixtures/schema-v{version}.redb")),
+        &db,
+    )
+    .unwrap();
     (dir, db)
 }
 
@@ -27,12 +31,29 @@ fn schema_1_is_migrated_on_open_and_answers() {
     let (_dir, db) = fixture_copy(1);
     let index = Index::open(&db).unwrap();
     // Schema 2's analyzer is in force: a stemmed query finds the skill.
-    let hits = index.search("default", "converting PDFs into markdown", &SearchOptions::default()).unwrap();
+    let hits = index
+        .search(
+            "default",
+            "converting PDFs into markdown",
+            &SearchOptions::default(),
+        )
+        .unwrap();
     assert_eq!(hits[0].id, "pdf-to-markdown");
-    let seed = SearchOptions { ranking: Ranking::Seed, ..Default::default() };
-    let hits = index.search("default", "convert a PDF file to Markdown", &seed).unwrap();
+    let seed = SearchOptions {
+        ranking: Ranking::Seed,
+        ..Default::default()
+    };
+    let hits = index
+        .search("default", "convert a PDF file to Markdown", &seed)
+        .unwrap();
     assert_eq!(hits[0].id, "pdf-to-markdown");
-    let hits = index.search("work", "write a postmortem for the outage", &SearchOptions::default()).unwrap();
+    let hits = index
+        .search(
+            "work",
+            "write a postmortem for the outage",
+            &SearchOptions::default(),
+        )
+        .unwrap();
     assert_eq!(hits[0].id, "incident-postmortem");
 }
 
@@ -45,13 +66,24 @@ fn schema_1_is_reparsed_by_the_next_sync_and_then_equals_a_fresh_build() {
     let profile = root.profile("default").unwrap();
     let report = index.sync(&profile, &Default::default()).unwrap();
     assert_eq!((report.added, report.removed), (0, 0), "{report:#?}");
-    assert!(report.updated > 60, "every file is parsed again after the migration");
+    assert!(
+        report.updated > 60,
+        "every file is parsed again after the migration"
+    );
     let fresh_dir = tempfile::tempdir().unwrap();
     let fresh = Index::open_writable(&fresh_dir.path().join("fresh.redb")).unwrap();
     fresh.sync(&profile, &Default::default()).unwrap();
-    for q in ["pdfToMarkdown converter", "会議の議事録", "deploying containers", "git"] {
+    for q in [
+        "pdfToMarkdown converter",
+        "会議の議事録",
+        "deploying containers",
+        "git",
+    ] {
         for ranking in [Ranking::Default, Ranking::Seed] {
-            let opts = SearchOptions { ranking, ..Default::default() };
+            let opts = SearchOptions {
+                ranking,
+                ..Default::default()
+            };
             let a = index.search("default", q, &opts).unwrap();
             let b = fresh.search("default", q, &opts).unwrap();
             assert_eq!(ids(&a), ids(&b), "query {q} ({ranking:?})");
@@ -63,6 +95,12 @@ fn schema_1_is_reparsed_by_the_next_sync_and_then_equals_a_fresh_build() {
 fn schema_2_opens_and_answers() {
     let (_dir, db) = fixture_copy(2);
     let index = Index::open(&db).unwrap();
-    let hits = index.search("default", "convert a PDF file to Markdown", &SearchOptions::default()).unwrap();
+    let hits = index
+        .search(
+            "default",
+            "convert a PDF file to Markdown",
+            &SearchOptions::default(),
+        )
+        .unwrap();
     assert_eq!(hits[0].id, "pdf-to-markdown");
 }

@@ -139,7 +139,7 @@ impl Store {
                 path: path.to_owned(),
                 handle: Handle::Read(db),
             },
-            Err(redb::DatabaseError::RepairAborted) => return Self::open_write_inner(path),
+            Err(redb::DatabaseError::RepairAborted) => return Self::open_write_inner(path, false),
             Err(e) => return Err(database_error(path, e)),
         };
         match store.schema_version()? {
@@ -150,7 +150,7 @@ impl Store {
             }),
             Some(_) => {
                 drop(store);
-                Self::open_write_inner(path)
+                Self::open_write_inner(path, false)
             }
             None => Err(StoreError::NotOurs(path.to_owned())),
         }
@@ -159,10 +159,17 @@ impl Store {
     /// Opens the index for syncing, creating it (readable by its owner only) when missing,
     /// and bringing an older schema up to date.
     pub fn open_write(path: &Path) -> Result<Store> {
-        contain(path, || Self::open_write_inner(path))
+        contain(path, || Self::open_write_inner(path, false))
     }
 
-    fn open_write_inner(path: &Path) -> Result<Store> {
+    /// Like [`Store::open_write`], but verifies the checksum of every page first, so that a
+    /// damaged file is reported as [`StoreError::Corrupt`] instead of being trusted. Reads
+    /// the whole file: for `sync --rebuild`, not for every open.
+    pub fn open_write_verified(path: &Path) -> Result<Store> {
+        contain(path, || Self::open_write_inner(path, true))
+    }
+
+    fn open_write_inner(path: &Path, verify: bool) -> Result<Store> {
         let fresh = check_file(path, true)?;
         if fresh {
             create_private(path)?;
@@ -170,7 +177,8 @@ impl Store {
         let mut builder = redb::Builder::new();
         builder
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
-            .set_cache_size(WRITE_CACHE_BYTES);
+            .set_cache_size(WRITE_CACHE_BYTES)
+            .set_check_integrity_on_open(verify);
         let db = guard(path, || builder.create(path)).map_err(|e| database_error(path, e))?;
         let store = Store {
             path: path.to_owned(),
