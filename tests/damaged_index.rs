@@ -82,7 +82,11 @@ fn a_damaged_index_errors_instead_of_panicking() {
     );
     let out = cli(&h, &["search", "topic7"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("s7"), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("s7"),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
