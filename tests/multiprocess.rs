@@ -55,7 +55,11 @@ fn searches_and_syncs_in_parallel_processes() {
             while started.elapsed() < run_for {
                 let asked = Instant::now();
                 // The seed ranking has no relevance floor, so a word in every skill finds them all.
-                writeln!(stdin, r#"{{"query": "marker shared words", "k": 100, "ranking": "seed"}}"#).unwrap();
+                writeln!(
+                    stdin,
+                    r#"{{"query": "marker shared words", "k": 100, "ranking": "seed"}}"#
+                )
+                .unwrap();
                 let mut line = String::new();
                 out.read_line(&mut line).unwrap();
                 worst = worst.max(asked.elapsed());
