@@ -90,7 +90,10 @@ def documents(home):
             desc = str(front.get("description") or "").strip().strip("'\"")
             meta = front.get("metadata") if isinstance(front.get("metadata"), dict) else {}
             hermes = meta.get("hermes") if isinstance(meta.get("hermes"), dict) else {}
-            tags = as_list(front.get("tags")) + as_list(meta.get("tags")) + as_list(hermes.get("tags"))
+            tags = []
+            for tag in as_list(front.get("tags")) + as_list(meta.get("tags")) + as_list(hermes.get("tags")):
+                if tag.lower() not in (t.lower() for t in tags):
+                    tags.append(tag)
             runs = " ".join(CJK.findall(body[:3000]))[:200]
             text = " ".join([f"{name}: {desc}"] + as_list(front.get("triggers")) + tags + ([runs] if runs else []))
             yield name, desc, text

@@ -593,15 +593,16 @@ impl<'s> Snapshot<'s> {
         Ok(plan)
     }
 
-    /// For a query word found nowhere, the vocabulary term (same first letter) within one
-    /// edit (two for words of eight letters or more) that the most skills contain.
+    /// For a query word (five letters or more) found nowhere, the vocabulary term (same
+    /// first letter) within one edit (two for words of eight letters or more) that the most
+    /// skills contain.
     fn typo_match(
         &self,
         word: &str,
         view: &View,
     ) -> Result<Option<(String, TermPostings)>, StoreError> {
         let chars: Vec<char> = word.chars().collect();
-        if chars.len() < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        if chars.len() < 5 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
             return Ok(None);
         }
         let Some(table) = &self.postings else {

@@ -265,6 +265,12 @@ struct PyIndex {
     freshness: Mutex<Freshness>,
 }
 
+/// Reads a ranking name (`default` or `seed`).
+fn parse_ranking(name: &str) -> PyResult<crate::bm25::Ranking> {
+    name.parse()
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 fn params(k1: f64, b: f64) -> Params {
     Params { k1, b }
 }
@@ -394,22 +400,25 @@ impl PyIndex {
     }
 
     /// The top `k` hits for `query`; skills disabled on `platform` are left out.
-    #[pyo3(signature = (query, k=6, platform=None, k1=1.5, b=0.75))]
+    #[pyo3(signature = (query, k=6, platform=None, ranking="default", k1=1.5, b=0.75))]
+    #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
         py: Python<'_>,
         query: String,
         k: usize,
         platform: Option<String>,
+        ranking: &str,
         k1: f64,
         b: f64,
     ) -> PyResult<Vec<PyHit>> {
+        let ranking = parse_ranking(ranking)?;
         detached(py, || {
             let opts = SearchOptions {
                 k,
                 platform,
                 params: params(k1, b),
-                ..Default::default()
+                ranking,
             };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             Ok(hits.into_iter().map(PyHit::from).collect())
@@ -419,7 +428,7 @@ impl PyIndex {
     /// The retrieved-skills block for `query`, as the Hermes plugin injects it: the top `k`
     /// hits, those under `min_score_ratio` of the best dropped, the first `inject_k` kept;
     /// ids in `shown` are named rather than described. `None` when nothing matches.
-    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), k1=1.5, b=0.75))]
+    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75))]
     #[allow(clippy::too_many_arguments)]
     fn retrieve(
         &self,
@@ -430,15 +439,17 @@ impl PyIndex {
         min_score_ratio: f64,
         platform: Option<String>,
         shown: Vec<String>,
+        ranking: &str,
         k1: f64,
         b: f64,
     ) -> PyResult<Option<String>> {
+        let ranking = parse_ranking(ranking)?;
         detached(py, || {
             let opts = SearchOptions {
                 k,
                 platform,
                 params: params(k1, b),
-                ..Default::default()
+                ranking,
             };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             let hits =
@@ -449,22 +460,25 @@ impl PyIndex {
 
     /// Why `skill` (id or name) scores what it does for `query`, as a dict; `None` if the
     /// profile has no such skill.
-    #[pyo3(signature = (query, skill, platform=None, k1=1.5, b=0.75))]
+    #[pyo3(signature = (query, skill, platform=None, ranking="default", k1=1.5, b=0.75))]
+    #[allow(clippy::too_many_arguments)]
     fn explain(
         &self,
         py: Python<'_>,
         query: String,
         skill: String,
         platform: Option<String>,
+        ranking: &str,
         k1: f64,
         b: f64,
     ) -> PyResult<Py<PyAny>> {
+        let ranking = parse_ranking(ranking)?;
         let value = detached(py, || {
             let opts = SearchOptions {
                 k: 6,
                 platform,
                 params: params(k1, b),
-                ..Default::default()
+                ranking,
             };
             let ex = self
                 .index

@@ -1,7 +1,7 @@
 """Type stubs for the Rust extension module ``skillidx._native``."""
 
 from os import PathLike
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDict, Union
 
 _Path = Union[str, "PathLike[str]"]
 
@@ -142,6 +142,7 @@ class Index:
         query: str,
         k: int = 6,
         platform: Optional[str] = None,
+        ranking: Literal["default", "seed"] = "default",
         k1: float = 1.5,
         b: float = 0.75,
     ) -> List[Hit]: ...
@@ -153,6 +154,7 @@ class Index:
         min_score_ratio: float = 0.25,
         platform: Optional[str] = None,
         shown: Sequence[str] = ...,
+        ranking: Literal["default", "seed"] = "default",
         k1: float = 1.5,
         b: float = 0.75,
     ) -> Optional[str]: ...
@@ -161,6 +163,7 @@ class Index:
         query: str,
         skill: str,
         platform: Optional[str] = None,
+        ranking: Literal["default", "seed"] = "default",
         k1: float = 1.5,
         b: float = 0.75,
     ) -> Optional[Explanation]: ...

@@ -15,7 +15,8 @@ any error logs one warning and injects nothing.
 
 Settings (environment): ``SKILL_RETRIEVAL_TOP_K`` (6), ``SKILL_RETRIEVAL_INJECT_K`` (= TOP_K,
 capped at it), ``SKILL_RETRIEVAL_MIN_SCORE_RATIO`` (0.25), ``SKILL_RETRIEVAL_K1`` (1.5),
-``SKILL_RETRIEVAL_B`` (0.75), ``SKILL_RETRIEVAL_COMPACT`` (1), and
+``SKILL_RETRIEVAL_B`` (0.75), ``SKILL_RETRIEVAL_RANKING`` (``default``, or ``seed`` for the seed
+plugin's plain BM25), ``SKILL_RETRIEVAL_COMPACT`` (1), and
 ``SKILL_RETRIEVAL_TIMING_LOG`` (a file to append one JSON line per hook/middleware call with
 its duration; Hermes ``-z`` switches logging off, so this is how the per-turn cost is read).
 """
@@ -79,6 +80,8 @@ class _Settings:
         self.min_score_ratio = _env_float(
             "SKILL_RETRIEVAL_MIN_SCORE_RATIO", _DEFAULT_MIN_SCORE_RATIO, 0.0, 1.0
         )
+        ranking = os.environ.get("SKILL_RETRIEVAL_RANKING", "default").strip().lower()
+        self.ranking = ranking if ranking in ("default", "seed") else "default"
         self.k1 = _env_float("SKILL_RETRIEVAL_K1", 1.5, 0.0, None)
         self.b = _env_float("SKILL_RETRIEVAL_B", 0.75, 0.0, 1.0 + 1e-9)
         self.compact = os.environ.get("SKILL_RETRIEVAL_COMPACT", "1").strip().lower() not in (
@@ -206,6 +209,7 @@ def _on_pre_llm_call(
             min_score_ratio=_settings.min_score_ratio,
             platform=platform or None,
             shown=_shown_earlier(conversation_history),
+            ranking=_settings.ranking,
             k1=_settings.k1,
             b=_settings.b,
         )
