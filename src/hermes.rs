@@ -114,8 +114,11 @@ pub fn truncate_description(desc: &str) -> String {
 }
 
 /// The hits to inject: those scoring at least `min_score_ratio` of the best (the best one
-/// always stays; a ratio ≤ 0 keeps all), then the first `inject_k`.
+/// always stays; a ratio ≤ 0 keeps all), then the first `inject_k`. Hits whose id cannot be
+/// shown ([`safety::id_problem`]) are dropped first, so they neither take a place nor set
+/// the floor.
 pub fn select_hits(mut hits: Vec<Hit>, inject_k: usize, min_score_ratio: f64) -> Vec<Hit> {
+    hits.retain(|h| safety::id_problem(&h.id).is_none());
     if let Some(best) = hits.first().map(|h| h.score) {
         if min_score_ratio > 0.0 {
             let floor = best * min_score_ratio;
@@ -759,7 +762,11 @@ mod tests {
         let ids = |v: Vec<Hit>| v.into_iter().map(|h| h.id).collect::<Vec<_>>();
         assert_eq!(ids(select_hits(hits.clone(), 6, 0.25)), ["a", "b"]);
         assert_eq!(ids(select_hits(hits.clone(), 6, 0.0)), ["a", "b", "c"]);
-        assert_eq!(ids(select_hits(hits, 1, 0.0)), ["a"]);
+        assert_eq!(ids(select_hits(hits.clone(), 1, 0.0)), ["a"]);
+        // A hostile id takes no place and sets no floor.
+        let mut hostile = vec![hit("../x", "c", "/x/SKILL.md", "", 100.0)];
+        hostile.extend(hits);
+        assert_eq!(ids(select_hits(hostile, 2, 0.25)), ["a", "b"]);
     }
 
     const COMMENTED: &str = "# Hermes config\nmodel:\n  provider: custom  # local\n  default: stub\n\nplugins:\n  # user plugins are opt-in\n  enabled: []  # none yet\n  disabled: [x]\n\n# trailing comment\nskills:\n  disabled: [a]\n";
