@@ -12,6 +12,8 @@
 //! `deploying` meets `deployment` and `pdfToMarkdown` meets `pdf to markdown`.
 
 use rust_stemmers::{Algorithm, Stemmer};
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::OnceLock;
 use unicode_normalization::UnicodeNormalization;
 
@@ -33,6 +35,18 @@ fn is_token_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
+/// `text` in NFKC, borrowed when it already is (most text is, and the check is cheap).
+fn nfkc(text: &str) -> Cow<'_, str> {
+    if text.is_ascii()
+        || unicode_normalization::is_nfkc_quick(text.chars())
+            == unicode_normalization::IsNormalized::Yes
+    {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.nfkc().collect())
+    }
+}
+
 /// Tokenizes `text`, calling `emit` for every term in order.
 ///
 /// Emitting through a callback lets the caller count terms without collecting them.
@@ -40,7 +54,7 @@ pub fn tokenize_with(text: &str, mut emit: impl FnMut(&str)) {
     let normalized: String = if text.is_ascii() {
         text.to_ascii_lowercase()
     } else {
-        text.nfkc().flat_map(char::to_lowercase).collect()
+        nfkc(text).chars().flat_map(char::to_lowercase).collect()
     };
     let mut run = String::new();
     let mut run_is_cjk = false;
@@ -116,35 +130,64 @@ fn split_identifier(token: &str, mut emit: impl FnMut(&str)) {
 /// The default ranking's analyzer: [`tokenize_with`]'s terms with identifiers split and
 /// ASCII words stemmed. CJK bigrams pass through unchanged.
 pub fn analyze_with(text: &str, mut emit: impl FnMut(&str)) {
-    let normalized: String = if text.is_ascii() {
-        text.to_owned()
-    } else {
-        text.nfkc().collect()
-    };
-    let mut word = String::new();
-    let flush = |word: &mut String, emit: &mut dyn FnMut(&str)| {
-        if word.is_empty() {
-            return;
-        }
-        split_identifier(word, |part| {
+    let normalized = nfkc(text);
+    let mut lower = String::new();
+    let mut emit_part = |part: &str| {
+        if part.is_ascii() {
+            // The common case, without tokenize_with's normalisation and allocation.
+            lower.clear();
+            lower.push_str(part);
+            lower.make_ascii_lowercase();
+            if lower.len() > 2 && lower.bytes().all(|b| b.is_ascii_lowercase()) {
+                with_stem(&lower, &mut emit);
+            } else {
+                emit(&lower);
+            }
+        } else {
             tokenize_with(part, |t| {
                 if t.len() > 2 && t.bytes().all(|b| b.is_ascii_lowercase()) {
-                    emit(&stemmer().stem(t));
+                    with_stem(t, &mut emit);
                 } else {
                     emit(t);
                 }
-            })
-        });
-        word.clear();
+            });
+        }
     };
-    for c in normalized.chars() {
-        if is_token_char(c) {
-            word.push(c);
-        } else {
-            flush(&mut word, &mut emit);
+    let mut start = None;
+    for (i, c) in normalized.char_indices() {
+        match (is_token_char(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                split_identifier(&normalized[s..i], &mut emit_part);
+                start = None;
+            }
+            _ => {}
         }
     }
-    flush(&mut word, &mut emit);
+    if let Some(s) = start {
+        split_identifier(&normalized[s..], &mut emit_part);
+    }
+}
+
+/// Calls `emit` with the stem of the lowercase ASCII word `word`. Stems are cached per
+/// thread: a collection's vocabulary is small next to the number of words stemmed.
+fn with_stem(word: &str, emit: &mut dyn FnMut(&str)) {
+    thread_local! {
+        static STEMS: RefCell<rustc_hash::FxHashMap<Box<str>, Box<str>>> = RefCell::new(Default::default());
+    }
+    STEMS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(stem) = cache.get(word) {
+            emit(stem);
+            return;
+        }
+        let stem: Box<str> = stemmer().stem(word).into();
+        emit(&stem);
+        // Bounded so that a process fed endless distinct words does not grow forever.
+        if cache.len() < 1 << 18 {
+            cache.insert(word.into(), stem);
+        }
+    });
 }
 
 /// Analyzes `text` with [`analyze_with`] into a vector of terms.
