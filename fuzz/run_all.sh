@@ -15,7 +15,7 @@ for t in $TARGETS; do
     *) maxlen=4096 ;;
   esac
   echo "== $t for $SECS s" > "logs/$t.log"
-  nice -n 19 "$BIN/$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+  nice -n 19 "$BIN/$t" -max_total_time="$SECS" -timeout="${TIMEOUT:-60}" -rss_limit_mb=2048 \
     -max_len=$maxlen -print_final_stats=1 -artifact_prefix="artifacts/$t/" "corpus/$t" \
     >> "logs/$t.log" 2>&1
   echo "== exit $?" >> "logs/$t.log"

@@ -276,9 +276,19 @@ fn file_size_limit_as_a_full_disk() {
     let out = sync_with_fsize(h.path(), &db, size);
     assert_clear_error(&out, &db, &["File too large", "os error 27"]);
     assert_previous_index_answers(&h, &db, &before);
-    assert!(sync(h.path(), &db).status.success());
+    let out = sync(h.path(), &db);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = search(h.path(), &db, "bulk skill topic3");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("bulk-"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("bulk-"),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -305,4 +315,20 @@ fn the_index_is_private_whatever_the_umask() {
     std::fs::write(h.db(), "not an index").unwrap();
     run("--rebuild");
     assert_eq!(mode(&h.db()), 0o600);
+}
+
+#[test]
+#[ignore = "needs lead: cli.rs prints an I/O cause twice ('… (os error 20): … (os error 20)'); see the final report"]
+fn an_io_error_is_said_once() {
+    let h = Home::new();
+    sentinel(&h);
+    // The index path lies under a regular file: opening it fails at the I/O level.
+    let blocker = h.path().join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let db = blocker.join("skillidx.redb");
+    let out = sync(h.path(), &db);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&*db.to_string_lossy()), "{err}");
+    assert_eq!(err.matches("os error 20").count(), 1, "{err}");
 }
