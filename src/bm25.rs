@@ -317,6 +317,81 @@ pub fn term_weight(idf: f64, tf: f64, dl: f64, avgdl: f64, p: Params) -> f64 {
     idf * (tf * (p.k1 + 1.0)) / (tf + p.k1 * (1.0 - p.b + p.b * dl / avgdl))
 }
 
+/// The ingredients of the default ranking, each of which can be switched off to measure
+/// what it adds (`skillidx eval --without …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Ingredients {
+    /// Drop stop words and pleasantries from the query.
+    pub stop_words: bool,
+    /// Match unknown query words to a vocabulary term an edit or two away.
+    pub typos: bool,
+    /// Return nothing below the relevance floor.
+    pub floor: bool,
+    /// Score the body at all.
+    pub body: bool,
+    /// Score the body apart from the metadata fields, with its own IDF.
+    pub body_apart: bool,
+    /// Score CJK terms on the seed document instead of the analysed fields.
+    pub cjk_on_seed: bool,
+}
+
+impl Default for Ingredients {
+    fn default() -> Self {
+        Ingredients {
+            stop_words: true,
+            typos: true,
+            floor: true,
+            body: true,
+            body_apart: true,
+            cjk_on_seed: true,
+        }
+    }
+}
+
+impl Ingredients {
+    /// Switches off the ingredient named `name` (as in [`Ingredients::NAMES`]).
+    pub fn without(mut self, name: &str) -> Result<Self, String> {
+        match name {
+            "stop-words" => self.stop_words = false,
+            "typos" => self.typos = false,
+            "floor" => self.floor = false,
+            "body" => self.body = false,
+            "body-apart" => self.body_apart = false,
+            "cjk-on-seed" => self.cjk_on_seed = false,
+            other => {
+                return Err(format!(
+                    "unknown ingredient {other:?} (one of {})",
+                    Self::NAMES.join(", ")
+                ))
+            }
+        }
+        Ok(self)
+    }
+
+    /// The ingredients' names.
+    pub const NAMES: [&'static str; 6] = [
+        "stop-words",
+        "typos",
+        "floor",
+        "body",
+        "body-apart",
+        "cjk-on-seed",
+    ];
+
+    /// The field weights for a term.
+    fn weights(&self, cjk: bool) -> [f64; crate::fields::FIELD_COUNT] {
+        let mut w = if cjk && self.cjk_on_seed {
+            CJK_FIELD_WEIGHTS
+        } else {
+            FIELD_WEIGHTS
+        };
+        if !self.body {
+            w[Field::Body as usize] = 0.0;
+        }
+        w
+    }
+}
+
 /// What to search for.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
@@ -328,6 +403,8 @@ pub struct SearchOptions {
     pub params: Params,
     /// Which ranking.
     pub ranking: Ranking,
+    /// The default ranking's ingredients.
+    pub ingredients: Ingredients,
 }
 
 impl Default for SearchOptions {
@@ -337,6 +414,7 @@ impl Default for SearchOptions {
             platform: None,
             params: Params::default(),
             ranking: Ranking::default(),
+            ingredients: Ingredients::default(),
         }
     }
 }
@@ -506,6 +584,7 @@ impl<'s> Snapshot<'s> {
         &self,
         term: &str,
         ranking: Ranking,
+        ingredients: &Ingredients,
         view: &View,
     ) -> Result<Vec<(u32, FieldStats)>, StoreError> {
         let Some(table) = &self.postings else {
@@ -516,7 +595,7 @@ impl<'s> Snapshot<'s> {
         };
         let mut out = Vec::new();
         postings::decode_with(bytes.value(), |doc, stats: &FieldStats| {
-            if counts_for(term, stats, ranking) && !view.hidden.contains(&doc) {
+            if counts_for(term, stats, ranking, ingredients) && !view.hidden.contains(&doc) {
                 out.push((doc, *stats));
             }
         })
@@ -529,7 +608,7 @@ impl<'s> Snapshot<'s> {
         let mut plan = Plan::default();
         if opts.ranking == Ranking::Seed {
             for term in query_terms(query) {
-                let postings = self.postings_of(&term, Ranking::Seed, view)?;
+                let postings = self.postings_of(&term, Ranking::Seed, &opts.ingredients, view)?;
                 let idf = idf(f64::from(view.n), postings.len() as f64);
                 plan.terms.push(PlannedTerm {
                     cjk: is_cjk_term(&term),
@@ -548,13 +627,13 @@ impl<'s> Snapshot<'s> {
             if !seen.insert(term.clone()) {
                 continue;
             }
-            if STOP_WORDS.contains(&term.as_str()) {
+            if opts.ingredients.stop_words && STOP_WORDS.contains(&term.as_str()) {
                 plan.dropped.push(term);
                 continue;
             }
-            let postings = self.postings_of(&term, Ranking::Default, view)?;
+            let postings = self.postings_of(&term, Ranking::Default, &opts.ingredients, view)?;
             if !postings.is_empty() {
-                let idf = default_idf(&term, view.n, &postings);
+                let idf = default_idf(&term, view.n, &postings, &opts.ingredients);
                 plan.terms.push(PlannedTerm {
                     cjk: is_cjk_term(&term),
                     term,
@@ -566,9 +645,14 @@ impl<'s> Snapshot<'s> {
                 });
                 continue;
             }
-            match self.typo_match(&term, view)? {
+            let typo = if opts.ingredients.typos {
+                self.typo_match(&term, &opts.ingredients, view)?
+            } else {
+                None
+            };
+            match typo {
                 Some((fixed, postings)) if seen.insert(fixed.clone()) => {
-                    let idf = default_idf(&fixed, view.n, &postings);
+                    let idf = default_idf(&fixed, view.n, &postings, &opts.ingredients);
                     plan.terms.push(PlannedTerm {
                         cjk: false,
                         term: fixed,
@@ -599,6 +683,7 @@ impl<'s> Snapshot<'s> {
     fn typo_match(
         &self,
         word: &str,
+        ingredients: &Ingredients,
         view: &View,
     ) -> Result<Option<(String, TermPostings)>, StoreError> {
         let chars: Vec<char> = word.chars().collect();
@@ -637,7 +722,7 @@ impl<'s> Snapshot<'s> {
         let Some((_, _, fixed)) = best else {
             return Ok(None);
         };
-        let postings = self.postings_of(&fixed, Ranking::Default, view)?;
+        let postings = self.postings_of(&fixed, Ranking::Default, ingredients, view)?;
         Ok((!postings.is_empty()).then_some((fixed, postings)))
     }
 
@@ -658,7 +743,7 @@ impl<'s> Snapshot<'s> {
                 *scores.entry(*doc).or_insert(0.0) += term_score(t, stats, &view, opts);
             }
         }
-        if opts.ranking == Ranking::Default {
+        if opts.ranking == Ranking::Default && opts.ingredients.floor {
             let floor = plan.floor(view.n);
             scores.retain(|_, s| *s >= floor);
         }
@@ -759,15 +844,11 @@ impl<'s> Snapshot<'s> {
 
 /// Whether a posting of `term` counts for `ranking`: the seed ranking sees the seed field
 /// only, the default ranking the fields it weighs for that kind of term.
-fn counts_for(term: &str, stats: &FieldStats, ranking: Ranking) -> bool {
+fn counts_for(term: &str, stats: &FieldStats, ranking: Ranking, ingredients: &Ingredients) -> bool {
     match ranking {
         Ranking::Seed => stats[Field::Seed as usize].0 > 0,
         Ranking::Default => {
-            let w = if is_cjk_term(term) {
-                CJK_FIELD_WEIGHTS
-            } else {
-                FIELD_WEIGHTS
-            };
+            let w = ingredients.weights(is_cjk_term(term));
             Field::ALL
                 .iter()
                 .any(|&f| w[f as usize] > 0.0 && stats[f as usize].0 > 0)
@@ -780,8 +861,13 @@ fn counts_for(term: &str, stats: &FieldStats, ranking: Ranking) -> bool {
 /// is for, so document frequency is counted over the metadata fields when the term occurs
 /// there, and over every field only for a term found in bodies alone. CJK terms, scored
 /// on the seed document, use its document frequency.
-fn default_idf(term: &str, n: u32, postings: &[(u32, FieldStats)]) -> f64 {
-    if is_cjk_term(term) {
+fn default_idf(
+    term: &str,
+    n: u32,
+    postings: &[(u32, FieldStats)],
+    ingredients: &Ingredients,
+) -> f64 {
+    if is_cjk_term(term) && ingredients.cjk_on_seed {
         return idf(f64::from(n), postings.len() as f64);
     }
     let meta = postings
@@ -813,12 +899,13 @@ fn is_cjk_term(term: &str) -> bool {
 
 /// The default ranking's pseudo term frequency: each field's frequency, weighted and
 /// normalised by that field's length against its average (BM25F).
-fn bm25f_tf(stats: &FieldStats, view: &View, cjk: bool) -> [f64; crate::fields::FIELD_COUNT] {
-    let w = if cjk {
-        CJK_FIELD_WEIGHTS
-    } else {
-        FIELD_WEIGHTS
-    };
+fn bm25f_tf(
+    stats: &FieldStats,
+    view: &View,
+    cjk: bool,
+    ingredients: &Ingredients,
+) -> [f64; crate::fields::FIELD_COUNT] {
+    let w = ingredients.weights(cjk);
     let mut parts = [0.0; crate::fields::FIELD_COUNT];
     for f in Field::ALL {
         let (tf, len) = stats[f as usize];
@@ -851,10 +938,13 @@ fn term_score(t: &PlannedTerm, stats: &FieldStats, view: &View, opts: &SearchOpt
             // word common in bodies (`name`, `run`) but rare in descriptions counts fully
             // where it says what a skill is for, and only as much as it is rare in bodies
             // where it merely occurs in an example.
-            let parts = bm25f_tf(stats, view, t.cjk);
+            let parts = bm25f_tf(stats, view, t.cjk, &opts.ingredients);
+            let sat = |x: f64| x * (p.k1 + 1.0) / (x + p.k1);
+            if !opts.ingredients.body_apart {
+                return t.weight * t.idf * sat(parts.iter().sum());
+            }
             let body = parts[Field::Body as usize];
             let meta: f64 = parts.iter().sum::<f64>() - body;
-            let sat = |x: f64| x * (p.k1 + 1.0) / (x + p.k1);
             t.weight * (t.idf * sat(meta) + t.body_idf * sat(body))
         }
     }
@@ -873,7 +963,7 @@ fn field_shares(
             parts[Field::Seed as usize] = 1.0;
             parts
         }
-        Ranking::Default => bm25f_tf(stats, view, is_cjk_term(term)),
+        Ranking::Default => bm25f_tf(stats, view, is_cjk_term(term), &opts.ingredients),
     };
     let total: f64 = parts.iter().sum();
     Field::ALL

@@ -98,6 +98,10 @@ enum Command {
         /// Also list the queries whose relevant skill is not in the top 6.
         #[arg(long)]
         misses: bool,
+        /// Switch default-ranking ingredients off, to measure what each adds:
+        /// stop-words, typos, floor, body, body-apart, cjk-on-seed.
+        #[arg(long, value_delimiter = ',')]
+        without: Vec<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -224,6 +228,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 platform,
                 params: bm25.params(),
                 ranking: bm25.ranking,
+                ..Default::default()
             };
             let hits = index.search(&profile, &query, &opts)?;
             if common.json {
@@ -253,6 +258,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 platform,
                 params: bm25.params(),
                 ranking: bm25.ranking,
+                ..Default::default()
             };
             let Some(ex) = index.explain(&profile, &query, &skill, &opts)? else {
                 bail!("no skill {skill:?} in profile {profile}");
@@ -302,8 +308,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             queries,
             ranking,
             misses,
+            without,
             common,
         } => {
+            let mut ingredients = crate::bm25::Ingredients::default();
+            for name in &without {
+                ingredients = ingredients.without(name).map_err(anyhow::Error::msg)?;
+            }
             let ctx = context(&common);
             let index = Index::open(&ctx.db)?;
             let profile = ctx.root.profile(&profile_name(&common, &ctx))?;
@@ -311,7 +322,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let skills = profile.home.join("skills");
             let reports = ranking
                 .iter()
-                .map(|r| crate::eval::evaluate(&index, &profile.name, &skills, &queries, *r))
+                .map(|r| {
+                    crate::eval::evaluate(&index, &profile.name, &skills, &queries, *r, ingredients)
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             if common.json {
                 println!("{}", serde_json::to_string_pretty(&reports)?);
@@ -558,6 +571,7 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
                     platform: req.platform,
                     params: bm25.params(),
                     ranking: req.ranking.unwrap_or(bm25.ranking),
+                    ..Default::default()
                 };
                 let profile = req.profile.as_deref().unwrap_or(default_profile);
                 match index.search(profile, &req.query, &opts) {

@@ -6,7 +6,7 @@
 //! no relevant skill (chit-chat, off-topic) should retrieve nothing; for those the harness
 //! counts how many skills would be injected.
 
-use crate::bm25::{Ranking, SearchOptions};
+use crate::bm25::{Ingredients, Ranking, SearchOptions};
 use crate::Index;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -67,6 +67,8 @@ pub struct Outcome {
 pub struct Report {
     /// The ranking evaluated.
     pub ranking: Ranking,
+    /// Its ingredients.
+    pub ingredients: Ingredients,
     /// Over every query.
     pub overall: Metrics,
     /// Per query kind.
@@ -157,6 +159,7 @@ pub fn evaluate(
     skills_root: &Path,
     queries: &[Query],
     ranking: Ranking,
+    ingredients: Ingredients,
 ) -> Result<Report, EvalError> {
     // Relevant skills that the index does not offer (e.g. a duplicate shadowed by another
     // collection's copy) cannot be retrieved; the ideal ranking is computed without them.
@@ -174,6 +177,7 @@ pub fn evaluate(
         let opts = SearchOptions {
             k: 10,
             ranking,
+            ingredients,
             ..Default::default()
         };
         let hits = index.search(profile, &q.query, &opts)?;
@@ -228,6 +232,7 @@ pub fn evaluate(
     }
     Ok(Report {
         ranking,
+        ingredients,
         overall: overall.metrics(),
         by_kind: by_kind.into_iter().map(|(k, s)| (k, s.metrics())).collect(),
         by_lang: by_lang.into_iter().map(|(k, s)| (k, s.metrics())).collect(),
