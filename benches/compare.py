@@ -62,10 +62,12 @@ def run(cmd, **kw):
 
 
 def hyperfine(cmd, runs, prepare=None, warmup=0):
-    """Median wall time (s) of `cmd` (a shell string) over `runs` runs."""
+    """Median wall time (s) of `cmd` over `runs` runs: run without a shell (`-N`, no shell
+    start-up to subtract, which is noisy on a busy machine) unless a `prepare` command needs
+    bash."""
     fd, out = tempfile.mkstemp(suffix=".json")
     os.close(fd)
-    args = ["hyperfine", "--style", "none", "--shell=bash", "--runs", str(runs), "--warmup", str(warmup),
+    args = ["hyperfine", "--style", "none", "--shell=bash" if prepare else "-N", "--runs", str(runs), "--warmup", str(warmup),
             "--export-json", out]
     if prepare:
         args += ["--prepare", prepare]
@@ -363,6 +365,9 @@ panels = [("full build", "ms", ["skillidx CLI", "seed Python", "tantivy"]),
           ("search p50, 200-word turn (µs)", "µs", ["skillidx in-process", "skillidx-seed in-process", "skillidx Python", "seed Python", "tantivy"]),
           ("sync, nothing changed", "ms", ["skillidx CLI"]),
           ("peak memory", "MiB", None)]
+COLORS = {"skillidx CLI": "C0", "skillidx in-process": "C0", "skillidx CLI (build)": "C0",
+          "skillidx CLI (queries)": "C9", "skillidx-seed in-process": "C9", "skillidx Python": "C2",
+          "seed Python": "C3", "tantivy": "C1", "tantivy (build)": "C1"}
 fig, axes = plt.subplots(2, 3, figsize=(15, 9))
 for ax, (metric, unit, engines) in zip(axes.flat, panels):
     if engines is None:
@@ -375,7 +380,7 @@ for ax, (metric, unit, engines) in zip(axes.flat, panels):
     for label, (m, e) in series.items():
         pts = sorted((docs[r["scale"]], float(r["value"])) for r in rows if r["metric"] == m and r["engine"] == e and r["scale"] in docs)
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label, color=COLORS.get(label))
     ax.set_xscale("log"); ax.set_yscale("log")
     ax.set_title(metric); ax.set_xlabel("skills"); ax.set_ylabel(unit)
     ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
@@ -402,7 +407,11 @@ def main():
     ap.add_argument("--hub", help="a home made by make_hub_home.py (created if missing); adds hub-90k")
     ap.add_argument("--scales", default="hermes-170,corpus-2800,hub-90k", help="which scales to run")
     ap.add_argument("--out", default=os.path.join(REPO, "bench-results"))
+    ap.add_argument("--plot-only", action="store_true", help="redraw OUT/scaling.png from OUT/latest.csv")
     args = ap.parse_args()
+    if args.plot_only:
+        plot(os.path.join(args.out, "latest.csv"), os.path.join(args.out, "scaling.png"))
+        return
     if not shutil.which("hyperfine"):
         sys.exit("hyperfine is missing: apt-get update && apt-get install -y hyperfine")
     need(BIN, "cargo build --release")
