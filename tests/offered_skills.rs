@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use skillidx::bm25::SearchOptions;
+use skillidx::bm25::{Ranking, SearchOptions};
 use skillidx::sync::SyncOptions;
 
 fn corpus(h: &Home) {
@@ -34,13 +34,23 @@ fn corpus(h: &Home) {
     );
 }
 
+/// Every hit with its score, under both rankings (the seed ranking's first, then a marker,
+/// then the default ranking's), so that equalities hold for both.
 fn all_scores(h: &Home, query: &str, platform: Option<&str>) -> Vec<(String, f64)> {
-    let opts = SearchOptions {
-        k: 50,
-        platform: platform.map(str::to_owned),
-        ..Default::default()
-    };
-    h.search_with(query, &opts)
+    let mut out = Vec::new();
+    for ranking in [Ranking::Seed, Ranking::Default] {
+        let opts = SearchOptions {
+            k: 50,
+            platform: platform.map(str::to_owned),
+            ranking,
+            ..Default::default()
+        };
+        if ranking == Ranking::Default {
+            out.push(("-- default ranking --".to_owned(), 0.0));
+        }
+        out.extend(h.search_with(query, &opts));
+    }
+    out
 }
 
 #[test]
