@@ -18,8 +18,9 @@ use crate::store::records::{CorpusStats, DocBody, DocHead, PlatformHidden};
 use crate::store::{self, decode, open_or_none, ProfileTables, Store, StoreError};
 use crate::tokenize::{analyze, tokenize};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
+use rustc_hash::FxHashSet;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// BM25's free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -81,6 +82,8 @@ pub const MAX_QUERY_TERMS: usize = 128;
 pub const FLOOR_LATIN: f64 = 2.5;
 /// See [`FLOOR_LATIN`].
 pub const FLOOR_CJK: f64 = 0.45;
+/// Queries with more distinct terms than this (long turns) get no typo matching.
+pub const TYPO_MAX_QUERY_TERMS: usize = 12;
 /// How much a typo-corrected term counts, against 1 for a term found as written.
 pub const TYPO_WEIGHT: f64 = 0.7;
 
@@ -561,7 +564,7 @@ impl<'s> Snapshot<'s> {
 
     /// The collection statistics with the documents hidden on `platform` left out.
     fn view(&self, platform: Option<&str>) -> Result<View, StoreError> {
-        let hidden: HashSet<u32> = platform
+        let hidden: FxHashSet<u32> = platform
             .and_then(|p| self.hidden.get(p))
             .map(|ids| ids.iter().copied().collect())
             .unwrap_or_default();
@@ -579,28 +582,56 @@ impl<'s> Snapshot<'s> {
         Ok(View { hidden, n, avg })
     }
 
-    /// The postings of `term` that count for `ranking`, hidden documents left out.
+    /// The postings of `term` that count for `ranking`, counted (hidden documents left out)
+    /// but not kept decoded: scoring decodes them again, which is cheaper than holding a
+    /// long list of per-field statistics.
     fn postings_of(
         &self,
         term: &str,
         ranking: Ranking,
         ingredients: &Ingredients,
         view: &View,
-    ) -> Result<Vec<(u32, FieldStats)>, StoreError> {
+    ) -> Result<TermList, StoreError> {
+        let weights = ingredients.weights(is_cjk_term(term));
+        let fields = match ranking {
+            Ranking::Seed => 1 << Field::Seed as u32,
+            Ranking::Default => Field::ALL
+                .iter()
+                .filter(|&&f| weights[f as usize] > 0.0)
+                .fold(0, |m, &f| m | 1 << f as u32),
+        };
+        let mut list = TermList {
+            term: term.to_owned(),
+            bytes: Vec::new(),
+            fields,
+            weights,
+            df: 0,
+            meta_df: 0,
+        };
         let Some(table) = &self.postings else {
-            return Ok(Vec::new());
+            return Ok(list);
         };
         let Some(bytes) = table.get(term).map_err(|e| self.store.err(e))? else {
-            return Ok(Vec::new());
+            return Ok(list);
         };
-        let mut out = Vec::new();
-        postings::decode_with(bytes.value(), |doc, stats: &FieldStats| {
-            if counts_for(term, stats, ranking, ingredients) && !view.hidden.contains(&doc) {
-                out.push((doc, *stats));
-            }
+        list.bytes = bytes.value().to_vec();
+        let meta_fields = [
+            Field::Name,
+            Field::Description,
+            Field::Keywords,
+            Field::Category,
+        ]
+        .iter()
+        .fold(0u32, |m, &f| m | 1 << f as u32);
+        let (mut df, mut meta_df) = (0u32, 0u32);
+        list.visit(view, |_, mask, _| {
+            df += 1;
+            meta_df += u32::from(mask & meta_fields != 0);
         })
-        .map_err(|e| self.store.bad_record(format!("postings of {term:?}: {e}")))?;
-        Ok(out)
+        .map_err(|e| self.store.bad_record(e))?;
+        list.df = df;
+        list.meta_df = meta_df;
+        Ok(list)
     }
 
     /// Turns a query into the terms to score, each with its postings, IDF and weight.
@@ -609,7 +640,7 @@ impl<'s> Snapshot<'s> {
         if opts.ranking == Ranking::Seed {
             for term in query_terms(query) {
                 let postings = self.postings_of(&term, Ranking::Seed, &opts.ingredients, view)?;
-                let idf = idf(f64::from(view.n), postings.len() as f64);
+                let idf = idf(f64::from(view.n), f64::from(postings.df));
                 plan.terms.push(PlannedTerm {
                     cjk: is_cjk_term(&term),
                     term,
@@ -617,7 +648,7 @@ impl<'s> Snapshot<'s> {
                     weight: 1.0,
                     idf,
                     body_idf: idf_all(view.n, &postings),
-                    postings,
+                    list: postings,
                 });
             }
             return Ok(plan);
@@ -632,7 +663,7 @@ impl<'s> Snapshot<'s> {
                 continue;
             }
             let postings = self.postings_of(&term, Ranking::Default, &opts.ingredients, view)?;
-            if !postings.is_empty() {
+            if postings.df > 0 {
                 let idf = default_idf(&term, view.n, &postings, &opts.ingredients);
                 plan.terms.push(PlannedTerm {
                     cjk: is_cjk_term(&term),
@@ -641,11 +672,13 @@ impl<'s> Snapshot<'s> {
                     weight: 1.0,
                     idf,
                     body_idf: idf_all(view.n, &postings),
-                    postings,
+                    list: postings,
                 });
                 continue;
             }
-            let typo = if opts.ingredients.typos {
+            // Long turns skip typo matching: their unknown words are mostly log and code
+            // tokens, and each would cost a scan of part of the vocabulary.
+            let typo = if opts.ingredients.typos && seen.len() <= TYPO_MAX_QUERY_TERMS {
                 self.typo_match(&term, &opts.ingredients, view)?
             } else {
                 None
@@ -660,7 +693,7 @@ impl<'s> Snapshot<'s> {
                         weight: TYPO_WEIGHT,
                         idf,
                         body_idf: idf_all(view.n, &postings),
-                        postings,
+                        list: postings,
                     });
                 }
                 _ => plan.dropped.push(term),
@@ -685,7 +718,7 @@ impl<'s> Snapshot<'s> {
         word: &str,
         ingredients: &Ingredients,
         view: &View,
-    ) -> Result<Option<(String, TermPostings)>, StoreError> {
+    ) -> Result<Option<(String, TermList)>, StoreError> {
         let chars: Vec<char> = word.chars().collect();
         if chars.len() < 5 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
             return Ok(None);
@@ -723,7 +756,7 @@ impl<'s> Snapshot<'s> {
             return Ok(None);
         };
         let postings = self.postings_of(&fixed, Ranking::Default, ingredients, view)?;
-        Ok((!postings.is_empty()).then_some((fixed, postings)))
+        Ok((postings.df > 0).then_some((fixed, postings)))
     }
 
     /// Scores every matching document.
@@ -731,22 +764,47 @@ impl<'s> Snapshot<'s> {
         &self,
         query: &str,
         opts: &SearchOptions,
-    ) -> Result<(HashMap<u32, f64>, Plan, View), StoreError> {
+    ) -> Result<Scored, StoreError> {
         let view = self.view(opts.platform.as_deref())?;
-        let mut scores: HashMap<u32, f64> = HashMap::new();
         if view.n == 0 {
-            return Ok((scores, Plan::default(), view));
+            return Ok((Vec::new(), Plan::default(), view));
         }
         let plan = self.plan(query, opts, &view)?;
+        // A dense accumulator indexed by document, kept per thread and reset entry by entry,
+        // so a query pays only for the documents it touches.
+        thread_local! {
+            static ACC: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let mut acc = ACC.with(|a| std::mem::take(&mut *a.borrow_mut()));
+        if acc.len() < self.stats.next_doc as usize {
+            acc.resize(self.stats.next_doc as usize, 0.0);
+        }
+        let mut touched: Vec<u32> = Vec::new();
         for t in &plan.terms {
-            for (doc, stats) in &t.postings {
-                *scores.entry(*doc).or_insert(0.0) += term_score(t, stats, &view, opts);
-            }
+            t.list
+                .visit(&view, |doc, mask, stats| {
+                    let i = doc as usize;
+                    if i >= acc.len() {
+                        acc.resize(i + 1, 0.0);
+                    }
+                    if acc[i] == 0.0 {
+                        touched.push(doc);
+                    }
+                    acc[i] += term_score(t, stats, mask, &view, opts);
+                })
+                .map_err(|e| self.store.bad_record(e))?;
         }
-        if opts.ranking == Ranking::Default && opts.ingredients.floor {
-            let floor = plan.floor(view.n);
-            scores.retain(|_, s| *s >= floor);
-        }
+        let floor = if opts.ranking == Ranking::Default && opts.ingredients.floor {
+            plan.floor(view.n)
+        } else {
+            0.0
+        };
+        let scores = touched
+            .into_iter()
+            .map(|d| (d, std::mem::take(&mut acc[d as usize])))
+            .filter(|&(_, s)| s > 0.0 && s >= floor)
+            .collect();
+        ACC.with(|a| *a.borrow_mut() = acc);
         Ok((scores, plan, view))
     }
 
@@ -757,8 +815,7 @@ impl<'s> Snapshot<'s> {
         Ok(ranked.into_iter().map(|(_, hit)| hit).collect())
     }
 
-    fn rank(&self, scores: HashMap<u32, f64>, k: usize) -> Result<Vec<(u32, Hit)>, StoreError> {
-        let mut scored: Vec<(u32, f64)> = scores.into_iter().filter(|&(_, s)| s > 0.0).collect();
+    fn rank(&self, mut scored: Vec<(u32, f64)>, k: usize) -> Result<Vec<(u32, Hit)>, StoreError> {
         if k == 0 || scored.is_empty() {
             return Ok(Vec::new());
         }
@@ -809,19 +866,29 @@ impl<'s> Snapshot<'s> {
             return Ok(None);
         };
         let (scores, plan, view) = self.score_all(query, opts)?;
-        let total = scores.get(doc).copied().unwrap_or(0.0);
-        let rank = (total > 0.0).then(|| 1 + scores.values().filter(|&&s| s > total).count());
+        let total = scores
+            .iter()
+            .find(|(d, _)| d == doc)
+            .map_or(0.0, |&(_, s)| s);
+        let rank = (total > 0.0).then(|| 1 + scores.iter().filter(|&&(_, s)| s > total).count());
         let mut terms = Vec::new();
         for t in &plan.terms {
-            let stats = t.postings.iter().find(|(d, _)| d == doc).map(|(_, s)| *s);
-            let score = stats.map_or(0.0, |s| term_score(t, &s, &view, opts));
+            let mut stats = None;
+            t.list
+                .visit(&view, |d, mask, s| {
+                    if d == *doc {
+                        stats = Some((*s, mask));
+                    }
+                })
+                .map_err(|e| self.store.bad_record(e))?;
+            let score = stats.map_or(0.0, |(s, mask)| term_score(t, &s, mask, &view, opts));
             let fields = stats
-                .map(|s| field_shares(&t.term, &s, score, &view, opts))
+                .map(|(s, mask)| field_shares(&t.list, &s, mask, score, &view, opts))
                 .unwrap_or_default();
             terms.push(TermContribution {
                 term: t.term.clone(),
                 typo_of: t.typo_of.clone(),
-                df: t.postings.len() as u32,
+                df: t.list.df,
                 idf: t.idf,
                 weight: t.weight,
                 fields,
@@ -842,54 +909,26 @@ impl<'s> Snapshot<'s> {
     }
 }
 
-/// Whether a posting of `term` counts for `ranking`: the seed ranking sees the seed field
-/// only, the default ranking the fields it weighs for that kind of term.
-fn counts_for(term: &str, stats: &FieldStats, ranking: Ranking, ingredients: &Ingredients) -> bool {
-    match ranking {
-        Ranking::Seed => stats[Field::Seed as usize].0 > 0,
-        Ranking::Default => {
-            let w = ingredients.weights(is_cjk_term(term));
-            Field::ALL
-                .iter()
-                .any(|&f| w[f as usize] > 0.0 && stats[f as usize].0 > 0)
-        }
-    }
-}
-
 /// The default ranking's IDF for the metadata fields. A word in the body of a third of all
 /// skills may still be rare in names and descriptions, which is where it says what a skill
 /// is for, so document frequency is counted over the metadata fields when the term occurs
 /// there, and over every field only for a term found in bodies alone. CJK terms, scored
 /// on the seed document, use its document frequency.
-fn default_idf(
-    term: &str,
-    n: u32,
-    postings: &[(u32, FieldStats)],
-    ingredients: &Ingredients,
-) -> f64 {
+fn default_idf(term: &str, n: u32, list: &TermList, ingredients: &Ingredients) -> f64 {
     if is_cjk_term(term) && ingredients.cjk_on_seed {
-        return idf(f64::from(n), postings.len() as f64);
+        return idf(f64::from(n), f64::from(list.df));
     }
-    let meta = postings
-        .iter()
-        .filter(|(_, s)| {
-            [
-                Field::Name,
-                Field::Description,
-                Field::Keywords,
-                Field::Category,
-            ]
-            .iter()
-            .any(|&f| s[f as usize].0 > 0)
-        })
-        .count();
-    let df = if meta > 0 { meta } else { postings.len() };
-    idf(f64::from(n), df as f64)
+    let df = if list.meta_df > 0 {
+        list.meta_df
+    } else {
+        list.df
+    };
+    idf(f64::from(n), f64::from(df))
 }
 
 /// The IDF over every field, for the body's part of a term's score.
-fn idf_all(n: u32, postings: &[(u32, FieldStats)]) -> f64 {
-    idf(f64::from(n), postings.len() as f64)
+fn idf_all(n: u32, list: &TermList) -> f64 {
+    idf(f64::from(n), f64::from(list.df))
 }
 
 /// Whether `term` is a CJK term (a bigram or short run).
@@ -901,15 +940,16 @@ fn is_cjk_term(term: &str) -> bool {
 /// normalised by that field's length against its average (BM25F).
 fn bm25f_tf(
     stats: &FieldStats,
+    mask: u32,
     view: &View,
-    cjk: bool,
-    ingredients: &Ingredients,
+    w: &[f64; crate::fields::FIELD_COUNT],
 ) -> [f64; crate::fields::FIELD_COUNT] {
-    let w = ingredients.weights(cjk);
     let mut parts = [0.0; crate::fields::FIELD_COUNT];
-    for f in Field::ALL {
-        let (tf, len) = stats[f as usize];
-        let i = f as usize;
+    let mut bits = mask;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let (tf, len) = stats[i];
         if tf == 0 || w[i] == 0.0 {
             continue;
         }
@@ -920,7 +960,13 @@ fn bm25f_tf(
     parts
 }
 
-fn term_score(t: &PlannedTerm, stats: &FieldStats, view: &View, opts: &SearchOptions) -> f64 {
+fn term_score(
+    t: &PlannedTerm,
+    stats: &FieldStats,
+    mask: u32,
+    view: &View,
+    opts: &SearchOptions,
+) -> f64 {
     let p = opts.params;
     match opts.ranking {
         Ranking::Seed => {
@@ -938,7 +984,7 @@ fn term_score(t: &PlannedTerm, stats: &FieldStats, view: &View, opts: &SearchOpt
             // word common in bodies (`name`, `run`) but rare in descriptions counts fully
             // where it says what a skill is for, and only as much as it is rare in bodies
             // where it merely occurs in an example.
-            let parts = bm25f_tf(stats, view, t.cjk, &opts.ingredients);
+            let parts = bm25f_tf(stats, mask, view, &t.list.weights);
             let sat = |x: f64| x * (p.k1 + 1.0) / (x + p.k1);
             if !opts.ingredients.body_apart {
                 return t.weight * t.idf * sat(parts.iter().sum());
@@ -951,8 +997,9 @@ fn term_score(t: &PlannedTerm, stats: &FieldStats, view: &View, opts: &SearchOpt
 }
 
 fn field_shares(
-    term: &str,
+    list: &TermList,
     stats: &FieldStats,
+    mask: u32,
     score: f64,
     view: &View,
     opts: &SearchOptions,
@@ -963,7 +1010,7 @@ fn field_shares(
             parts[Field::Seed as usize] = 1.0;
             parts
         }
-        Ranking::Default => bm25f_tf(stats, view, is_cjk_term(term), &opts.ingredients),
+        Ranking::Default => bm25f_tf(stats, mask, view, &list.weights),
     };
     let total: f64 = parts.iter().sum();
     Field::ALL
@@ -1019,11 +1066,8 @@ pub fn query_terms(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// One term's postings as the query path holds them.
-type TermPostings = Vec<(u32, FieldStats)>;
-
 struct View {
-    hidden: HashSet<u32>,
+    hidden: FxHashSet<u32>,
     n: u32,
     avg: [f64; crate::fields::FIELD_COUNT],
 }
@@ -1056,7 +1100,39 @@ struct PlannedTerm {
     weight: f64,
     idf: f64,
     body_idf: f64,
-    postings: TermPostings,
+    list: TermList,
+}
+
+/// Every document's score (above the floor), the plan that produced them, and the view.
+type Scored = (Vec<(u32, f64)>, Plan, View);
+
+/// One term's postings list, as read from the store, and what counts in it.
+struct TermList {
+    term: String,
+    bytes: Vec<u8>,
+    /// The fields (as a mask) that count for the ranking and kind of term.
+    fields: u32,
+    /// The default ranking's field weights for this term.
+    weights: [f64; crate::fields::FIELD_COUNT],
+    /// Documents counted: offered, not hidden, with the term in a counted field.
+    df: u32,
+    /// Of those, the documents with the term in a metadata field.
+    meta_df: u32,
+}
+
+impl TermList {
+    /// Calls `f` with every counted posting: (doc, field mask, statistics).
+    fn visit(&self, view: &View, mut f: impl FnMut(u32, u32, &FieldStats)) -> Result<(), String> {
+        if self.bytes.is_empty() {
+            return Ok(());
+        }
+        postings::decode_masked(&self.bytes, |doc, mask, stats| {
+            if mask & self.fields != 0 && (view.hidden.is_empty() || !view.hidden.contains(&doc)) {
+                f(doc, mask, stats);
+            }
+        })
+        .map_err(|e| format!("postings of {:?}: {e}", self.term))
+    }
 }
 
 /// Reads the forward index of a document (for tools and tests).

@@ -64,38 +64,93 @@ pub fn decode_with(
     bytes: &[u8],
     mut visit: impl FnMut(u32, &FieldStats),
 ) -> Result<(), CodecError> {
-    let flat: Vec<u32> = postcard::from_bytes(bytes)?;
-    let mut i = 0usize;
+    decode_masked(bytes, |doc, _, stats| visit(doc, stats))
+}
+
+/// Like [`decode_with`], also passing each entry's field mask (bit `f` set when the term
+/// occurs in field `f`).
+///
+/// Reads the varints straight from the bytes, without materialising postcard's `Vec<u32>`:
+/// this is the innermost loop of every query.
+pub fn decode_masked(
+    bytes: &[u8],
+    mut visit: impl FnMut(u32, u32, &FieldStats),
+) -> Result<(), CodecError> {
+    let mut r = Varints { bytes, pos: 0 };
+    let count = r.next_len().ok_or(CodecError::Malformed(0))?;
+    let mut read = 0usize;
     let mut doc = 0u32;
     let mut entry = 0usize;
-    while i < flat.len() {
-        let delta = flat[i];
+    while read < count {
+        let bad = CodecError::Malformed(entry);
+        let delta = r.next().ok_or(CodecError::Malformed(entry))?;
         if entry > 0 && delta == 0 {
-            return Err(CodecError::Malformed(entry));
+            return Err(bad);
         }
         doc = doc.checked_add(delta).ok_or(CodecError::Malformed(entry))?;
-        let mask = *flat.get(i + 1).ok_or(CodecError::Malformed(entry))?;
+        let mask = r.next().ok_or(CodecError::Malformed(entry))?;
         if mask == 0 || mask >> FIELD_COUNT != 0 {
-            return Err(CodecError::Malformed(entry));
+            return Err(bad);
         }
-        i += 2;
+        read += 2;
         let mut stats: FieldStats = [(0, 0); FIELD_COUNT];
         for f in Field::ALL {
             if mask & (1 << f as u32) != 0 {
-                let (Some(&tf), Some(&len)) = (flat.get(i), flat.get(i + 1)) else {
+                let (Some(tf), Some(len)) = (r.next(), r.next()) else {
                     return Err(CodecError::Malformed(entry));
                 };
                 if tf == 0 {
                     return Err(CodecError::Malformed(entry));
                 }
                 stats[f as usize] = (tf, len);
-                i += 2;
+                read += 2;
             }
         }
-        visit(doc, &stats);
+        if read > count {
+            return Err(CodecError::Malformed(entry));
+        }
+        visit(doc, mask, &stats);
         entry += 1;
     }
+    if r.pos != bytes.len() {
+        return Err(CodecError::Malformed(entry));
+    }
     Ok(())
+}
+
+/// A reader of postcard's varints (LEB128, at most five bytes for a `u32`).
+struct Varints<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Varints<'_> {
+    fn next(&mut self) -> Option<u32> {
+        let mut value = 0u64;
+        for i in 0..5 {
+            let b = *self.bytes.get(self.pos)?;
+            self.pos += 1;
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return u32::try_from(value).ok();
+            }
+        }
+        None
+    }
+
+    /// The sequence length postcard writes first (a `usize` varint, up to ten bytes).
+    fn next_len(&mut self) -> Option<usize> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let b = *self.bytes.get(self.pos)?;
+            self.pos += 1;
+            value |= u64::from(b & 0x7f).checked_shl(7 * i)?;
+            if b & 0x80 == 0 {
+                return usize::try_from(value).ok();
+            }
+        }
+        None
+    }
 }
 
 /// Decodes a whole list into postings.
@@ -132,6 +187,24 @@ mod tests {
         let list: Vec<Posting> = (0..100).map(|d| posting(d, (1, 3), (1, 20))).collect();
         // A two-byte length prefix, then per entry: delta, mask, two (tf, len) pairs, one byte each.
         assert!(encode(&list).len() <= 2 + 100 * 6);
+    }
+
+    #[test]
+    fn the_fast_reader_agrees_with_postcard() {
+        let list = vec![
+            posting(0, (1, 2), (1, 9)),
+            posting(300, (0, 0), (200, 70_000)),
+            posting(u32::MAX, (1, 1), (1, 1)),
+        ];
+        let bytes = encode(&list);
+        let flat: Vec<u32> = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(flat.len(), 2 + 4 + 2 + 2 + 2 + 4);
+        assert_eq!(decode(&bytes).unwrap(), list);
+        // Trailing bytes and a truncated list are errors.
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_err());
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
     }
 
     #[test]
