@@ -165,28 +165,75 @@ fn walk_root(root: &SkillRoot, found: &mut Vec<Candidate>, problems: &mut Vec<Pr
     if !root.path.is_dir() {
         return;
     }
-    let walker = walkdir::WalkDir::new(&root.path)
-        .follow_links(true)
+    let mut w = Walked::default();
+    walk(root, &root.path, false, &mut w);
+    problems.append(&mut w.problems);
+    // Hermes sorts the matched paths as strings, which orders `a-b/` before `a/`.
+    w.found
+        .sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
+    found.append(&mut w.found);
+}
+
+/// What a walk found: SKILL.md files and problems.
+#[derive(Default)]
+struct Walked {
+    found: Vec<Candidate>,
+    problems: Vec<Problem>,
+}
+
+/// Walks `start`. Symlinks are followed, as Hermes follows them, but only where there is
+/// one: a walk that follows links must open every folder a second time to detect loops,
+/// which doubles the cost of a hub-sized tree. So the main walk does not follow links, and
+/// each symlinked folder gets a walk of its own that does, with loop detection.
+fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
+    let walker = walkdir::WalkDir::new(start)
+        .follow_links(follow)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| !e.file_type().is_dir() || e.depth() == 0 || keep_dir(e.path()));
-    let mut here = Vec::new();
     for entry in walker {
         let entry = match entry {
             Ok(e) => e,
             Err(err) => {
-                problems.push(walk_problem(&root.path, err));
+                out.problems.push(walk_problem(start, err));
                 continue;
             }
         };
-        if entry.file_name() != SKILL_FILE || entry.file_type().is_dir() {
+        let is_skill = entry.file_name() == SKILL_FILE;
+        if entry.file_type().is_symlink() {
+            let target = std::fs::metadata(entry.path());
+            match target {
+                Ok(meta) if meta.is_dir() && !is_skill => {
+                    if let Some(ancestor) = loops_back(entry.path()) {
+                        out.problems.push(Problem {
+                            path: entry.into_path(),
+                            reason: format!("symlink loop: leads back to {}", ancestor.display()),
+                        });
+                    } else if keep_dir(entry.path()) {
+                        walk(root, entry.path(), true, out);
+                    }
+                    continue;
+                }
+                Err(e) if is_skill => {
+                    out.problems.push(Problem {
+                        path: entry.into_path(),
+                        reason: format!("cannot stat: {e}"),
+                    });
+                    continue;
+                }
+                Err(_) => continue,
+                Ok(_) => {}
+            }
+        }
+        if !is_skill || entry.file_type().is_dir() {
             continue;
         }
         let path = entry.path().to_path_buf();
-        let meta = match entry.metadata() {
+        // Through a link, the target's type and stat are what count.
+        let meta = match std::fs::metadata(&path) {
             Ok(m) => m,
             Err(e) => {
-                problems.push(Problem {
+                out.problems.push(Problem {
                     path,
                     reason: format!("cannot stat: {e}"),
                 });
@@ -194,7 +241,7 @@ fn walk_root(root: &SkillRoot, found: &mut Vec<Candidate>, problems: &mut Vec<Pr
             }
         };
         if !meta.is_file() {
-            problems.push(Problem {
+            out.problems.push(Problem {
                 path,
                 reason: format!("not a regular file ({})", file_kind(&meta)),
             });
@@ -207,7 +254,7 @@ fn walk_root(root: &SkillRoot, found: &mut Vec<Candidate>, problems: &mut Vec<Pr
                 .collect(),
             Err(_) => continue,
         };
-        here.push(Candidate {
+        out.found.push(Candidate {
             location: Location {
                 origin: root.origin.clone(),
                 rel,
@@ -216,9 +263,13 @@ fn walk_root(root: &SkillRoot, found: &mut Vec<Candidate>, problems: &mut Vec<Pr
             path,
         });
     }
-    // Hermes sorts the matched paths as strings, which orders `a-b/` before `a/`.
-    here.sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
-    found.extend(here);
+}
+
+/// The folder a symlinked folder points back to, when it is one of its own ancestors.
+fn loops_back(link: &Path) -> Option<PathBuf> {
+    let target = std::fs::canonicalize(link).ok()?;
+    let parent = std::fs::canonicalize(link.parent()?).ok()?;
+    parent.ancestors().any(|a| a == target).then_some(target)
 }
 
 fn keep_dir(path: &Path) -> bool {
