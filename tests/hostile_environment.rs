@@ -282,12 +282,19 @@ fn file_size_limit_as_a_full_disk() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = search(h.path(), &db, "bulk skill topic3");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("bulk-"),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    // With room again, the index ends where a clean build does.
+    let clean = h.path().join("clean.redb");
+    assert!(bin()
+        .args(["sync", "--rebuild", "--home"])
+        .arg(h.path())
+        .arg("--db")
+        .arg(&clean)
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(
+        common::digest(&db, "default"),
+        common::digest(&clean, "default")
     );
 }
 
@@ -331,4 +338,45 @@ fn an_io_error_is_said_once() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&*db.to_string_lossy()), "{err}");
     assert_eq!(err.matches("os error 20").count(), 1, "{err}");
+}
+
+#[test]
+#[ignore = "needs lead: with 341 or more skills a search returns nothing although `explain` scores the hit (see the final report)"]
+fn a_unique_word_is_found_among_many_skills() {
+    let h = Home::new();
+    sentinel(&h);
+    add_many(&h, 0, 400);
+    let db = h.db();
+    assert!(sync(h.path(), &db).status.success());
+    let out = search(h.path(), &db, "zanzibar");
+    assert_eq!(
+        first_id(&out).as_deref(),
+        Some("sentinel"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+#[ignore = "needs lead: `skillidx search … | head -1` panics with 'failed printing to stdout: Broken pipe' (see the final report)"]
+fn a_closed_stdout_is_not_a_panic() {
+    let h = Home::new();
+    sentinel(&h);
+    add_many(&h, 0, 50);
+    let db = h.db();
+    assert!(sync(h.path(), &db).status.success());
+    let mut child = bin()
+        .args(["list", "--home"])
+        .arg(h.path())
+        .arg("--db")
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the writer is done, as `| head -1` does.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
 }
