@@ -98,7 +98,13 @@ fn searcher(home: PathBuf, stop: Arc<AtomicBool>) -> SearcherReport {
             Some(c) => format!("churn-{c} churnmarker"),
         };
         let asked = Instant::now();
-        writeln!(stdin, "{}", serde_json::json!({"query": query, "k": k})).unwrap();
+        // The seed ranking: no relevance floor, so every group marker is found.
+        writeln!(
+            stdin,
+            "{}",
+            serde_json::json!({"query": query, "k": k, "ranking": "seed"})
+        )
+        .unwrap();
         let mut line = String::new();
         if out.read_line(&mut line).unwrap() == 0 {
             r.errors.push("searcher exited".into());
