@@ -408,6 +408,10 @@ pub struct SearchOptions {
     pub ranking: Ranking,
     /// The default ranking's ingredients.
     pub ingredients: Ingredients,
+    /// Apply the default ranking's relevance floor: return nothing that only grazes the
+    /// query. On for what is injected into a turn (the plugin, `eval`); off for an explicit
+    /// search, where a weak match on a rare word (`zanzibar`) is still an answer.
+    pub floor: bool,
 }
 
 impl Default for SearchOptions {
@@ -418,6 +422,7 @@ impl Default for SearchOptions {
             params: Params::default(),
             ranking: Ranking::default(),
             ingredients: Ingredients::default(),
+            floor: false,
         }
     }
 }
@@ -760,11 +765,7 @@ impl<'s> Snapshot<'s> {
     }
 
     /// Scores every matching document.
-    fn score_all(
-        &self,
-        query: &str,
-        opts: &SearchOptions,
-    ) -> Result<Scored, StoreError> {
+    fn score_all(&self, query: &str, opts: &SearchOptions) -> Result<Scored, StoreError> {
         let view = self.view(opts.platform.as_deref())?;
         if view.n == 0 {
             return Ok((Vec::new(), Plan::default(), view));
@@ -794,7 +795,7 @@ impl<'s> Snapshot<'s> {
                 })
                 .map_err(|e| self.store.bad_record(e))?;
         }
-        let floor = if opts.ranking == Ranking::Default && opts.ingredients.floor {
+        let floor = if opts.ranking == Ranking::Default && opts.floor && opts.ingredients.floor {
             plan.floor(view.n)
         } else {
             0.0

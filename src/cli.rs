@@ -142,6 +142,9 @@ struct Bm25Args {
     /// seed plugin's plain BM25, exactly).
     #[arg(long, default_value = "default")]
     ranking: Ranking,
+    /// Apply the default ranking's relevance floor, as the plugin does for what it injects.
+    #[arg(long)]
+    floor: bool,
     /// BM25 k1.
     #[arg(long, default_value_t = 1.5)]
     k1: f64,
@@ -175,7 +178,7 @@ pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("skillidx: {e:#}");
+            eprintln!("skillidx: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
@@ -228,6 +231,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 platform,
                 params: bm25.params(),
                 ranking: bm25.ranking,
+                floor: bm25.floor,
                 ..Default::default()
             };
             let hits = index.search(&profile, &query, &opts)?;
@@ -258,6 +262,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 platform,
                 params: bm25.params(),
                 ranking: bm25.ranking,
+                floor: bm25.floor,
                 ..Default::default()
             };
             let Some(ex) = index.explain(&profile, &query, &skill, &opts)? else {
@@ -384,6 +389,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
                 for p in &s.skipped {
                     println!("  skipped {}: {}", p.path.display(), p.reason);
+                }
+                for p in &s.flagged {
+                    println!("  flagged {}: {}", p.path.display(), p.reason);
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -556,6 +564,8 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
         profile: Option<String>,
         #[serde(default)]
         ranking: Option<Ranking>,
+        #[serde(default)]
+        floor: Option<bool>,
     }
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
@@ -571,6 +581,7 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
                     platform: req.platform,
                     params: bm25.params(),
                     ranking: req.ranking.unwrap_or(bm25.ranking),
+                    floor: req.floor.unwrap_or(bm25.floor),
                     ..Default::default()
                 };
                 let profile = req.profile.as_deref().unwrap_or(default_profile);
@@ -585,6 +596,22 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
         out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The error and its causes, joined with `: `, leaving out a cause whose text the message
+/// before it already holds (the library's errors name their cause in their own message).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 fn cut(s: &str, max: usize) -> String {

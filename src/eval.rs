@@ -178,6 +178,8 @@ pub fn evaluate(
             k: 10,
             ranking,
             ingredients,
+            // What the plugin would inject, floor included.
+            floor: true,
             ..Default::default()
         };
         let hits = index.search(profile, &q.query, &opts)?;

@@ -59,6 +59,9 @@ pub struct ProfileStats {
     pub inactive: u64,
     /// Files skipped, with the reason.
     pub skipped: Vec<Problem>,
+    /// Skills whose name or description holds a possible prompt injection (neutralised in
+    /// what is injected), with what was found.
+    pub flagged: Vec<Problem>,
     /// Distinct terms.
     pub terms: u64,
     /// Average length of the seed document.
@@ -235,6 +238,18 @@ impl Index {
         };
         if let Some(docs) = store::open_or_none(&self.store, &txn, tables.docs())? {
             out.inactive = store::row_count(&self.store, &docs)?.saturating_sub(u64::from(s.docs));
+        }
+        for (_, head, body) in snap.all_docs()? {
+            for note in body
+                .notes
+                .iter()
+                .filter(|n| n.contains("possible prompt injection"))
+            {
+                out.flagged.push(Problem {
+                    path: PathBuf::from(&head.key),
+                    reason: note.clone(),
+                });
+            }
         }
         if let Some(postings) = store::open_or_none(&self.store, &txn, tables.postings())? {
             out.terms = store::row_count(&self.store, &postings)?;

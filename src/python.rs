@@ -419,6 +419,7 @@ impl PyIndex {
                 platform,
                 params: params(k1, b),
                 ranking,
+                ..Default::default()
             };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             Ok(hits.into_iter().map(PyHit::from).collect())
@@ -450,6 +451,8 @@ impl PyIndex {
                 platform,
                 params: params(k1, b),
                 ranking,
+                floor: true,
+                ..Default::default()
             };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             let hits =
@@ -479,6 +482,7 @@ impl PyIndex {
                 platform,
                 params: params(k1, b),
                 ranking,
+                ..Default::default()
             };
             let ex = self
                 .index

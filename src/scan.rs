@@ -150,28 +150,39 @@ pub struct Problem {
     pub reason: String,
 }
 
-/// Walks every root and returns the SKILL.md files found, sorted by path within each
-/// root, plus every problem met on the way.
-pub fn scan(roots: &[SkillRoot]) -> (Vec<Candidate>, Vec<Problem>) {
-    let mut found = Vec::new();
-    let mut problems = Vec::new();
-    for root in roots {
-        walk_root(root, &mut found, &mut problems);
-    }
-    (found, problems)
+/// What a scan found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// The SKILL.md files, sorted by path within each root.
+    pub found: Vec<Candidate>,
+    /// What could not be used, with the reason.
+    pub problems: Vec<Problem>,
+    /// What was used but deserves a word: folders reached through a symlink that leads
+    /// outside the skill root (Hermes warns about these when it loads them).
+    pub notices: Vec<Problem>,
 }
 
-fn walk_root(root: &SkillRoot, found: &mut Vec<Candidate>, problems: &mut Vec<Problem>) {
+/// Walks every root.
+pub fn scan(roots: &[SkillRoot]) -> Scan {
+    let mut out = Scan::default();
+    for root in roots {
+        walk_root(root, &mut out);
+    }
+    out
+}
+
+fn walk_root(root: &SkillRoot, out: &mut Scan) {
     if !root.path.is_dir() {
         return;
     }
     let mut w = Walked::default();
     walk(root, &root.path, false, &mut w);
-    problems.append(&mut w.problems);
+    out.problems.append(&mut w.problems);
+    out.notices.append(&mut w.notices);
     // Hermes sorts the matched paths as strings, which orders `a-b/` before `a/`.
     w.found
         .sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
-    found.append(&mut w.found);
+    out.found.append(&mut w.found);
 }
 
 /// What a walk found: SKILL.md files and problems.
@@ -179,6 +190,7 @@ fn walk_root(root: &SkillRoot, found: &mut Vec<Candidate>, problems: &mut Vec<Pr
 struct Walked {
     found: Vec<Candidate>,
     problems: Vec<Problem>,
+    notices: Vec<Problem>,
 }
 
 /// Walks `start`. Symlinks are followed, as Hermes follows them, but only where there is
@@ -210,6 +222,15 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
                             reason: format!("symlink loop: leads back to {}", ancestor.display()),
                         });
                     } else if keep_dir(entry.path()) {
+                        if let Some(target) = outside(&root.path, entry.path()) {
+                            out.notices.push(Problem {
+                                path: entry.path().to_path_buf(),
+                                reason: format!(
+                                    "a symlink to {}, outside the skill root; its skills are indexed under this path, as Hermes lists them",
+                                    target.display()
+                                ),
+                            });
+                        }
                         walk(root, entry.path(), true, out);
                     }
                     continue;
@@ -225,7 +246,14 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
                 Ok(_) => {}
             }
         }
-        if !is_skill || entry.file_type().is_dir() {
+        if !is_skill {
+            continue;
+        }
+        if entry.file_type().is_dir() {
+            out.problems.push(Problem {
+                path: entry.into_path(),
+                reason: "a directory named SKILL.md, not a file".into(),
+            });
             continue;
         }
         let path = entry.path().to_path_buf();
@@ -263,6 +291,13 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
             path,
         });
     }
+}
+
+/// Where a symlinked folder really is, when that is outside the skill root.
+fn outside(root: &Path, link: &Path) -> Option<PathBuf> {
+    let target = std::fs::canonicalize(link).ok()?;
+    let root = std::fs::canonicalize(root).ok()?;
+    (!target.starts_with(&root)).then_some(target)
 }
 
 /// The folder a symlinked folder points back to, when it is one of its own ancestors.

@@ -249,6 +249,12 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
         fallback_for_tools: string_list(hermes.and_then(|h| h.get("fallback_for_tools"))),
     };
 
+    for (field, text) in [("name", &name), ("description", &description)] {
+        for flag in crate::safety::flags(text) {
+            notes.push(format!("{field}: {flag}; neutralised in what is injected"));
+        }
+    }
+
     let id = match &location.origin {
         Origin::Plugin(plugin) => format!("{plugin}:{name}"),
         _ => name.clone(),

@@ -157,9 +157,14 @@ pub fn sync_profile(
     };
     let roots = scan::skill_roots(&profile.home, &config);
     let mut mark = Instant::now();
-    let (candidates, problems) = scan::scan(&roots);
+    let scan::Scan {
+        found: candidates,
+        problems,
+        notices,
+    } = scan::scan(&roots);
     report.phase("scan", &mut mark);
     report.skipped.extend(problems);
+    report.warnings.extend(notices);
 
     let base = if opts.rebuild {
         Base::default()

@@ -325,7 +325,6 @@ fn the_index_is_private_whatever_the_umask() {
 }
 
 #[test]
-#[ignore = "needs lead: cli.rs prints an I/O cause twice ('… (os error 20): … (os error 20)'); see the final report"]
 fn an_io_error_is_said_once() {
     let h = Home::new();
     sentinel(&h);
@@ -341,7 +340,6 @@ fn an_io_error_is_said_once() {
 }
 
 #[test]
-#[ignore = "needs lead: with 341 or more skills a search returns nothing although `explain` scores the hit (see the final report)"]
 fn a_unique_word_is_found_among_many_skills() {
     let h = Home::new();
     sentinel(&h);
@@ -358,7 +356,6 @@ fn a_unique_word_is_found_among_many_skills() {
 }
 
 #[test]
-#[ignore = "needs lead: `skillidx search … | head -1` panics with 'failed printing to stdout: Broken pipe' (see the final report)"]
 fn a_closed_stdout_is_not_a_panic() {
     let h = Home::new();
     sentinel(&h);

@@ -779,7 +779,6 @@ fn a_directory_named_skill_md_is_not_indexed() {
 }
 
 #[test]
-#[ignore = "needs lead: scan.rs skips a directory named SKILL.md silently; report it as skipped (see the final report)"]
 fn a_directory_named_skill_md_is_reported() {
     let h = good_home();
     std::fs::create_dir_all(zoo(&h, "skill-md-dir").join("SKILL.md")).unwrap();
@@ -793,7 +792,6 @@ fn a_directory_named_skill_md_is_reported() {
 }
 
 #[test]
-#[ignore = "needs lead: sync should report safety::flags of name/description as warnings (see the final report)"]
 fn injection_patterns_are_reported_by_sync() {
     let h = good_home();
     h.write(
@@ -811,7 +809,6 @@ fn injection_patterns_are_reported_by_sync() {
 }
 
 #[test]
-#[ignore = "needs lead: scan.rs should warn when a SKILL.md reached through a symlink lies outside its skill root, as Hermes' skill_view warns (see the final report)"]
 fn a_skill_outside_the_root_is_reported() {
     let h = good_home();
     let d = zoo(&h, "symlink-outside");
