@@ -646,15 +646,8 @@ impl<'s> Snapshot<'s> {
             for term in query_terms(query) {
                 let postings = self.postings_of(&term, Ranking::Seed, &opts.ingredients, view)?;
                 let idf = idf(f64::from(view.n), f64::from(postings.df));
-                plan.terms.push(PlannedTerm {
-                    cjk: is_cjk_term(&term),
-                    term,
-                    typo_of: None,
-                    weight: 1.0,
-                    idf,
-                    body_idf: idf_all(view.n, &postings),
-                    list: postings,
-                });
+                plan.terms
+                    .push(PlannedTerm::new(term, None, 1.0, idf, view.n, postings));
             }
             return Ok(plan);
         }
@@ -670,15 +663,8 @@ impl<'s> Snapshot<'s> {
             let postings = self.postings_of(&term, Ranking::Default, &opts.ingredients, view)?;
             if postings.df > 0 {
                 let idf = default_idf(&term, view.n, &postings, &opts.ingredients);
-                plan.terms.push(PlannedTerm {
-                    cjk: is_cjk_term(&term),
-                    term,
-                    typo_of: None,
-                    weight: 1.0,
-                    idf,
-                    body_idf: idf_all(view.n, &postings),
-                    list: postings,
-                });
+                plan.terms
+                    .push(PlannedTerm::new(term, None, 1.0, idf, view.n, postings));
                 continue;
             }
             // Long turns skip typo matching: their unknown words are mostly log and code
@@ -691,15 +677,14 @@ impl<'s> Snapshot<'s> {
             match typo {
                 Some((fixed, postings)) if seen.insert(fixed.clone()) => {
                     let idf = default_idf(&fixed, view.n, &postings, &opts.ingredients);
-                    plan.terms.push(PlannedTerm {
-                        cjk: false,
-                        term: fixed,
-                        typo_of: Some(term),
-                        weight: TYPO_WEIGHT,
+                    plan.terms.push(PlannedTerm::new(
+                        fixed,
+                        Some(term),
+                        TYPO_WEIGHT,
                         idf,
-                        body_idf: idf_all(view.n, &postings),
-                        list: postings,
-                    });
+                        view.n,
+                        postings,
+                    ));
                 }
                 _ => plan.dropped.push(term),
             }
@@ -1106,6 +1091,27 @@ struct PlannedTerm {
 
 /// Every document's score (above the floor), the plan that produced them, and the view.
 type Scored = (Vec<(u32, f64)>, Plan, View);
+
+impl PlannedTerm {
+    fn new(
+        term: String,
+        typo_of: Option<String>,
+        weight: f64,
+        idf: f64,
+        n: u32,
+        list: TermList,
+    ) -> Self {
+        PlannedTerm {
+            cjk: is_cjk_term(&term),
+            body_idf: idf_all(n, &list),
+            term,
+            typo_of,
+            weight,
+            idf,
+            list,
+        }
+    }
+}
 
 /// One term's postings list, as read from the store, and what counts in it.
 struct TermList {

@@ -265,10 +265,25 @@ struct PyIndex {
     freshness: Mutex<Freshness>,
 }
 
-/// Reads a ranking name (`default` or `seed`).
-fn parse_ranking(name: &str) -> PyResult<crate::bm25::Ranking> {
-    name.parse()
-        .map_err(pyo3::exceptions::PyValueError::new_err)
+/// Search options from the Python arguments; an unknown ranking name is a `ValueError`.
+fn options(
+    k: usize,
+    platform: Option<String>,
+    ranking: &str,
+    k1: f64,
+    b: f64,
+    floor: bool,
+) -> PyResult<SearchOptions> {
+    Ok(SearchOptions {
+        k,
+        platform,
+        params: params(k1, b),
+        ranking: ranking
+            .parse()
+            .map_err(pyo3::exceptions::PyValueError::new_err)?,
+        floor,
+        ..Default::default()
+    })
 }
 
 fn params(k1: f64, b: f64) -> Params {
@@ -412,15 +427,8 @@ impl PyIndex {
         k1: f64,
         b: f64,
     ) -> PyResult<Vec<PyHit>> {
-        let ranking = parse_ranking(ranking)?;
+        let opts = options(k, platform, ranking, k1, b, false)?;
         detached(py, || {
-            let opts = SearchOptions {
-                k,
-                platform,
-                params: params(k1, b),
-                ranking,
-                ..Default::default()
-            };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             Ok(hits.into_iter().map(PyHit::from).collect())
         })
@@ -444,16 +452,9 @@ impl PyIndex {
         k1: f64,
         b: f64,
     ) -> PyResult<Option<String>> {
-        let ranking = parse_ranking(ranking)?;
+        // What is injected gets the relevance floor.
+        let opts = options(k, platform, ranking, k1, b, true)?;
         detached(py, || {
-            let opts = SearchOptions {
-                k,
-                platform,
-                params: params(k1, b),
-                ranking,
-                floor: true,
-                ..Default::default()
-            };
             let hits = self.index.search(&self.profile.name, &query, &opts)?;
             let hits =
                 crate::hermes::select_hits(hits, inject_k.unwrap_or(k).min(k), min_score_ratio);
@@ -475,15 +476,8 @@ impl PyIndex {
         k1: f64,
         b: f64,
     ) -> PyResult<Py<PyAny>> {
-        let ranking = parse_ranking(ranking)?;
+        let opts = options(6, platform, ranking, k1, b, false)?;
         let value = detached(py, || {
-            let opts = SearchOptions {
-                k: 6,
-                platform,
-                params: params(k1, b),
-                ranking,
-                ..Default::default()
-            };
             let ex = self
                 .index
                 .explain(&self.profile.name, &query, &skill, &opts)?;
