@@ -15,7 +15,7 @@
 use crate::fields::{Field, FieldStats};
 use crate::postings;
 use crate::store::records::{CorpusStats, DocBody, DocHead, PlatformHidden};
-use crate::store::{self, decode, open_or_none, ProfileTables, Store, StoreError};
+use crate::store::{decode, open_or_none, ProfileTables, Store, StoreError};
 use crate::tokenize::{analyze, tokenize};
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 use rustc_hash::FxHashSet;
@@ -1139,20 +1139,6 @@ impl TermList {
             }
         })
         .map_err(|e| format!("postings of {:?}: {e}", self.term))
-    }
-}
-
-/// Reads the forward index of a document (for tools and tests).
-pub fn doc_terms(
-    store: &Store,
-    txn: &ReadTransaction,
-    profile: &str,
-    doc: u32,
-) -> Result<Vec<(String, FieldStats)>, StoreError> {
-    let tables = ProfileTables::new(profile);
-    match open_or_none(store, txn, tables.terms())? {
-        Some(t) => store::read_terms(store, &t, doc),
-        None => Ok(Vec::new()),
     }
 }
 

@@ -23,7 +23,6 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -718,7 +717,7 @@ impl<'t> Apply<'t> {
 
     fn new_doc(&self, candidate: &Candidate, parsed: Parsed) -> NewDoc {
         let Parsed { skill, analyzed } = parsed;
-        let rank = match &skill_origin(candidate) {
+        let rank = match &candidate.location.origin {
             Origin::Local => 0,
             Origin::External(i) => 1 + i,
             Origin::Plugin(_) => u32::MAX,
@@ -929,11 +928,6 @@ impl<'t> Apply<'t> {
         Ok(())
     }
 }
-
-fn skill_origin(candidate: &Candidate) -> Origin {
-    candidate.location.origin.clone()
-}
-
 /// Decides, for every document, whether it is offered (`None`) or why not.
 ///
 /// Hermes' rules: a skill whose `platforms` exclude this OS is hidden; a skill whose name
@@ -981,15 +975,4 @@ fn decide_activity(
             (*id, why)
         })
         .collect()
-}
-
-/// The paths of every SKILL.md the profile's manifest knows, for tools and tests.
-pub fn manifest_paths(store: &Store, profile: &str) -> Result<Vec<PathBuf>, StoreError> {
-    let tables = ProfileTables::new(profile);
-    let mut keys: Vec<PathBuf> = read_manifest(store, &tables)?
-        .into_keys()
-        .map(PathBuf::from)
-        .collect();
-    keys.sort();
-    Ok(keys)
 }

@@ -378,17 +378,6 @@ impl ProfileTables {
     pub fn state(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.state)
     }
-
-    /// Every table, for dropping a profile.
-    pub fn all_names(&self) -> [&str; 5] {
-        [
-            &self.manifest,
-            &self.docs,
-            &self.terms,
-            &self.postings,
-            &self.state,
-        ]
-    }
 }
 
 /// Decodes a postcard record, naming it on failure.
