@@ -65,7 +65,11 @@ fn schema_1_is_reparsed_by_the_next_sync_and_then_equals_a_fresh_build() {
     let root = Root::from_home(std::path::Path::new("examples/hermes-home"));
     let profile = root.profile("default").unwrap();
     let report = index.sync(&profile, &Default::default()).unwrap();
-    assert_eq!((report.added, report.removed), (0, 0), "{report:#?}");
+    // External skill dirs are resolved to absolute paths, as Hermes resolves them, so in a
+    // checkout elsewhere than where the fixture was written its two external skills come
+    // back under new paths: removed and added again. Every other skill is kept.
+    assert_eq!(report.added, report.removed, "{report:#?}");
+    assert!(report.added <= 2, "{report:#?}");
     assert!(
         report.updated > 60,
         "every file is parsed again after the migration"
