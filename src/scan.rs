@@ -74,6 +74,36 @@ pub fn skill_roots(home: &Path, config: &HermesConfig) -> Vec<SkillRoot> {
     roots
 }
 
+/// How close to the moment it was looked at a modification time makes a stat untrustworthy:
+/// a file or folder changed again within the same clock tick would keep its stat.
+pub const RACY_WINDOW_NS: i64 = 2_000_000_000;
+
+/// A folder as a sync listed it: enough to walk it again without listing it while its stat
+/// is unchanged. Adding, removing or renaming an entry always changes a folder's mtime, so a
+/// listing checked against the folder's current stat can be trusted however old it is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DirListing {
+    /// The folder's stat when it was listed.
+    pub stat: FileStat,
+    /// When (ns since the epoch) it was listed.
+    pub listed_at_ns: i64,
+    /// The sub-folders to walk (excluded and support folders already left out), sorted.
+    pub subdirs: Vec<String>,
+    /// Whether it holds a regular file named SKILL.md.
+    pub skill: bool,
+}
+
+impl DirListing {
+    /// Whether the listing may stand in for listing the folder, given its stat now.
+    pub fn still_valid(&self, stat: &FileStat) -> bool {
+        self.stat == *stat
+            && self.stat.mtime_ns.max(self.stat.ctime_ns) < self.listed_at_ns - RACY_WINDOW_NS
+    }
+}
+
+/// Folder path → its last listing.
+pub type DirCache = rustc_hash::FxHashMap<String, DirListing>;
+
 /// What a stat says about a file; a change in any part means the file may have changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileStat {
@@ -160,29 +190,235 @@ pub struct Scan {
     /// What was used but deserves a word: folders reached through a symlink that leads
     /// outside the skill root (Hermes warns about these when it loads them).
     pub notices: Vec<Problem>,
+    /// The listing of every plain folder walked (reused from the cache or made now), for the
+    /// next scan.
+    pub listings: Vec<(String, DirListing)>,
+    /// How many folders had to be listed because the cache had nothing valid for them.
+    pub listed: usize,
 }
 
-/// Walks every root.
-pub fn scan(roots: &[SkillRoot]) -> Scan {
+/// Walks every root, listing only folders whose stat no longer matches `cache`.
+pub fn scan(roots: &[SkillRoot], cache: &DirCache, now_ns: i64) -> Scan {
     let mut out = Scan::default();
     for root in roots {
-        walk_root(root, &mut out);
+        walk_root(root, cache, now_ns, &mut out);
     }
     out
 }
 
-fn walk_root(root: &SkillRoot, out: &mut Scan) {
-    if !root.path.is_dir() {
+fn walk_root(root: &SkillRoot, cache: &DirCache, now_ns: i64, out: &mut Scan) {
+    let Ok(meta) = std::fs::metadata(&root.path) else {
+        return;
+    };
+    if !meta.is_dir() {
         return;
     }
     let mut w = Walked::default();
-    walk(root, &root.path, false, &mut w);
+    let mut ctx = Cached {
+        root,
+        cache,
+        now_ns,
+        listings: &mut out.listings,
+        listed: &mut out.listed,
+    };
+    walk_cached(&mut ctx, &root.path, FileStat::of(&meta), &mut w);
     out.problems.append(&mut w.problems);
     out.notices.append(&mut w.notices);
     // Hermes sorts the matched paths as strings, which orders `a-b/` before `a/`.
     w.found
         .sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
     out.found.append(&mut w.found);
+}
+
+struct Cached<'a> {
+    root: &'a SkillRoot,
+    cache: &'a DirCache,
+    now_ns: i64,
+    listings: &'a mut Vec<(String, DirListing)>,
+    listed: &'a mut usize,
+}
+
+/// Walks the plain folder `dir` (not a symlink), using its cached listing while the folder's
+/// stat matches. Folders holding anything unusual (symlinks, a SKILL.md that is not a
+/// regular file, names that are not UTF-8) are listed every time and walked as before.
+fn walk_cached(ctx: &mut Cached<'_>, dir: &Path, stat: FileStat, out: &mut Walked) {
+    let key = dir.to_string_lossy().into_owned();
+    let listing = match ctx.cache.get(&key).filter(|l| l.still_valid(&stat)) {
+        Some(l) => l.clone(),
+        None => {
+            *ctx.listed += 1;
+            match list_dir(ctx, dir, stat, out) {
+                Some(l) => l,
+                None => return,
+            }
+        }
+    };
+    if listing.skill {
+        skill_file(ctx.root, dir.join(SKILL_FILE), out);
+    }
+    for name in &listing.subdirs {
+        let sub = dir.join(name);
+        match std::fs::symlink_metadata(&sub) {
+            Ok(meta) if meta.is_dir() => walk_cached(ctx, &sub, FileStat::of(&meta), out),
+            Ok(_) => {}
+            Err(e) => out.problems.push(Problem {
+                path: sub,
+                reason: format!("cannot read: {e}"),
+            }),
+        }
+    }
+    ctx.listings.push((key, listing));
+}
+
+/// Lists `dir`, walks what cannot be cached (symlinks, odd entries) right away, and returns
+/// the listing when the folder can be cached.
+fn list_dir(
+    ctx: &mut Cached<'_>,
+    dir: &Path,
+    stat: FileStat,
+    out: &mut Walked,
+) -> Option<DirListing> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            out.problems.push(Problem {
+                path: dir.to_path_buf(),
+                reason: format!("cannot read: {e}"),
+            });
+            return None;
+        }
+    };
+    let mut subdirs = Vec::new();
+    let mut skill = false;
+    let mut plain = true;
+    let mut odd: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                out.problems.push(Problem {
+                    path: dir.to_path_buf(),
+                    reason: format!("cannot read: {e}"),
+                });
+                plain = false;
+                continue;
+            }
+        };
+        let ft = match entry.file_type() {
+            Ok(t) => t,
+            Err(e) => {
+                out.problems.push(Problem {
+                    path: entry.path(),
+                    reason: format!("cannot stat: {e}"),
+                });
+                plain = false;
+                continue;
+            }
+        };
+        let name = entry.file_name();
+        if name == SKILL_FILE && ft.is_file() {
+            skill = true;
+        } else if ft.is_dir() && name != SKILL_FILE {
+            match name.into_string() {
+                Ok(n) if !EXCLUDED_DIRS.contains(&n.as_str()) => subdirs.push(n),
+                Ok(_) => {}
+                Err(_) => {
+                    plain = false;
+                    odd.push(entry.path());
+                }
+            }
+        } else if ft.is_symlink() || name == SKILL_FILE {
+            plain = false;
+            odd.push(entry.path());
+        }
+    }
+    if skill {
+        subdirs.retain(|n| !SUPPORT_DIRS.contains(&n.as_str()));
+    }
+    subdirs.sort();
+    odd.sort();
+    // Links and odd entries go through the general walk, one at a time.
+    for path in odd {
+        let is_skill = path.file_name().is_some_and(|n| n == SKILL_FILE);
+        if is_skill {
+            walk(ctx.root, &path, false, out);
+            continue;
+        }
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        let name_ok = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_none_or(|n| !(EXCLUDED_DIRS.contains(&n) || (skill && SUPPORT_DIRS.contains(&n))));
+        if !name_ok {
+            continue;
+        }
+        if is_link {
+            if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+                symlinked_dir(ctx.root, &path, out);
+            }
+        } else if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            walk_cached(ctx, &path, FileStat::of(&meta), out);
+        }
+    }
+    let listing = DirListing {
+        stat,
+        listed_at_ns: ctx.now_ns,
+        subdirs,
+        skill,
+    };
+    if plain {
+        Some(listing)
+    } else {
+        // Walk what is plain in it, but do not cache the folder.
+        if listing.skill {
+            skill_file(ctx.root, dir.join(SKILL_FILE), out);
+        }
+        for name in &listing.subdirs {
+            let sub = dir.join(name);
+            if let Ok(meta) = std::fs::symlink_metadata(&sub) {
+                if meta.is_dir() {
+                    walk_cached(ctx, &sub, FileStat::of(&meta), out);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Records the SKILL.md at `path` (a regular file when listed) as a candidate.
+fn skill_file(root: &SkillRoot, path: PathBuf, out: &mut Walked) {
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) => {
+            out.problems.push(Problem {
+                path,
+                reason: format!("cannot stat: {e}"),
+            });
+            return;
+        }
+    };
+    if !meta.is_file() {
+        out.problems.push(Problem {
+            path,
+            reason: format!("not a regular file ({})", file_kind(&meta)),
+        });
+        return;
+    }
+    let Ok(rel) = path.strip_prefix(&root.path) else {
+        return;
+    };
+    let rel = rel
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    out.found.push(Candidate {
+        location: Location {
+            origin: root.origin.clone(),
+            rel,
+        },
+        stat: FileStat::of(&meta),
+        path,
+    });
 }
 
 /// What a walk found: SKILL.md files and problems.
@@ -216,22 +452,8 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
             let target = std::fs::metadata(entry.path());
             match target {
                 Ok(meta) if meta.is_dir() && !is_skill => {
-                    if let Some(ancestor) = loops_back(entry.path()) {
-                        out.problems.push(Problem {
-                            path: entry.into_path(),
-                            reason: format!("symlink loop: leads back to {}", ancestor.display()),
-                        });
-                    } else if keep_dir(entry.path()) {
-                        if let Some(target) = outside(&root.path, entry.path()) {
-                            out.notices.push(Problem {
-                                path: entry.path().to_path_buf(),
-                                reason: format!(
-                                    "a symlink to {}, outside the skill root; its skills are indexed under this path, as Hermes lists them",
-                                    target.display()
-                                ),
-                            });
-                        }
-                        walk(root, entry.path(), true, out);
+                    if keep_dir(entry.path()) {
+                        symlinked_dir(root, entry.path(), out);
                     }
                     continue;
                 }
@@ -291,6 +513,28 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
             path,
         });
     }
+}
+
+/// Walks a symlinked folder (already vetted by name) with links followed: a link back to an
+/// ancestor is a loop, reported; a link outside the skill root is walked and noted.
+fn symlinked_dir(root: &SkillRoot, link: &Path, out: &mut Walked) {
+    if let Some(ancestor) = loops_back(link) {
+        out.problems.push(Problem {
+            path: link.to_path_buf(),
+            reason: format!("symlink loop: leads back to {}", ancestor.display()),
+        });
+        return;
+    }
+    if let Some(target) = outside(&root.path, link) {
+        out.notices.push(Problem {
+            path: link.to_path_buf(),
+            reason: format!(
+                "a symlink to {}, outside the skill root; its skills are indexed under this path, as Hermes lists them",
+                target.display()
+            ),
+        });
+    }
+    walk(root, link, true, out);
 }
 
 /// Where a symlinked folder really is, when that is outside the skill root.

@@ -19,9 +19,9 @@ use crate::store::records::*;
 use crate::store::{self, decode, decode_head, encode, ProfileTables, Store, StoreError, PROFILES};
 use rayon::prelude::*;
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -65,6 +65,8 @@ pub struct SyncReport {
     pub hashed: usize,
     /// Files parsed and tokenized.
     pub parsed: usize,
+    /// Folders listed (the others were walked from the folder cache).
+    pub listed: usize,
     /// Whether a transaction was committed.
     pub committed: bool,
     /// The profile's generation after the sync.
@@ -156,21 +158,24 @@ pub fn sync_profile(
     };
     let roots = scan::skill_roots(&profile.home, &config);
     let mut mark = Instant::now();
-    let scan::Scan {
-        found: candidates,
-        problems,
-        notices,
-    } = scan::scan(&roots);
-    report.phase("scan", &mut mark);
-    report.skipped.extend(problems);
-    report.warnings.extend(notices);
-
     let base = if opts.rebuild {
         Base::default()
     } else {
         Base::read(store, &tables)?
     };
     report.phase("read manifest", &mut mark);
+    let scan::Scan {
+        found: candidates,
+        problems,
+        notices,
+        listings,
+        listed,
+    } = scan::scan(&roots, &base.dirs, started_ns);
+    report.phase("scan", &mut mark);
+    report.skipped.extend(problems);
+    report.warnings.extend(notices);
+    report.listed = listed;
+
     let observed = observe(candidates, &base.manifest, opts.progress);
     report.phase("hash and parse", &mut mark);
     report.hashed = observed
@@ -182,7 +187,15 @@ pub fn sync_profile(
         .filter(|o| matches!(o.observation, Observation::Changed { .. }))
         .count();
     let snapshot = ConfigSnapshot::of(&config);
-    if !opts.rebuild && base.is_current(&observed, &snapshot, &os, started_ns) {
+    let dirs = DirUpdate::diff(&base.dirs, listings);
+    // Refreshing the folder cache is worth a write of its own only when much of it is
+    // missing or stale (a first sync after an upgrade); otherwise it rides along with the
+    // next commit, and the few folders it lacks are listed meanwhile.
+    let dirs_worth_writing = dirs.len() > 32.max(base.dirs.len() / 100);
+    if !opts.rebuild
+        && !dirs_worth_writing
+        && base.is_current(&observed, &snapshot, &os, started_ns)
+    {
         // Nothing to write: do not even open the file for writing.
         base.report_unchanged(&observed, &mut report);
         report.generation = base.stats.generation;
@@ -200,13 +213,22 @@ pub fn sync_profile(
     let wait = Instant::now();
     let txn = store.write()?;
     report.lock_wait_ms = wait.elapsed().as_secs_f64() * 1e3;
-    let base = base.manifest;
     let mut apply = Apply::new(store, &tables, &txn, os, started_ns);
     if opts.rebuild {
         apply.clear()?;
     }
     report.phase("lock", &mut mark);
-    apply.run(&base, observed, &snapshot, &mut report)?;
+    apply.run(
+        &base.manifest,
+        base.stats.generation,
+        observed,
+        &snapshot,
+        &mut report,
+    )?;
+    if apply.changed || dirs_worth_writing || opts.rebuild {
+        apply.write_dirs(&dirs)?;
+        apply.changed = true;
+    }
     report.phase("apply", &mut mark);
     let changed = apply.changed;
     let generation = apply.stats.generation;
@@ -237,7 +259,8 @@ pub fn sync_profile(
 /// What the last commit says about a profile, read before any lock is taken.
 #[derive(Default)]
 struct Base {
-    manifest: HashMap<String, ManifestEntry>,
+    manifest: FxHashMap<String, ManifestEntry>,
+    dirs: scan::DirCache,
     snapshot: Option<ConfigSnapshot>,
     stats: CorpusStats,
     docs: u64,
@@ -261,6 +284,15 @@ impl Base {
         }
         if let Some(docs) = store::open_or_none(store, &txn, tables.docs())? {
             base.docs = store::row_count(store, &docs)?;
+        }
+        if let Some(dirs) = store::open_or_none(store, &txn, tables.dirs())? {
+            for row in dirs.iter().map_err(|e| store.err(e))? {
+                let (k, v) = row.map_err(|e| store.err(e))?;
+                base.dirs.insert(
+                    k.value().to_owned(),
+                    decode(store, v.value(), "folder listing")?,
+                );
+            }
         }
         Ok(base)
     }
@@ -311,6 +343,32 @@ impl Base {
     }
 }
 
+/// The folder-cache rows a commit writes and deletes.
+#[derive(Default)]
+struct DirUpdate {
+    puts: Vec<(String, scan::DirListing)>,
+    dels: Vec<String>,
+}
+
+impl DirUpdate {
+    fn diff(old: &scan::DirCache, listings: Vec<(String, scan::DirListing)>) -> DirUpdate {
+        let mut seen = FxHashSet::default();
+        let mut update = DirUpdate::default();
+        for (key, listing) in listings {
+            if old.get(&key) != Some(&listing) {
+                update.puts.push((key.clone(), listing));
+            }
+            seen.insert(key);
+        }
+        update.dels = old.keys().filter(|k| !seen.contains(*k)).cloned().collect();
+        update
+    }
+
+    fn len(&self) -> usize {
+        self.puts.len() + self.dels.len()
+    }
+}
+
 /// Whether a file whose bytes are unchanged still needs its manifest entry rewritten: its
 /// stat changed, or it was racily clean and has now settled, so later syncs can trust the
 /// stat again.
@@ -326,12 +384,12 @@ fn needs_restat(entry: &ManifestEntry, candidate: &Candidate, started_ns: i64) -
 fn read_manifest(
     store: &Store,
     tables: &ProfileTables,
-) -> Result<HashMap<String, ManifestEntry>, StoreError> {
+) -> Result<FxHashMap<String, ManifestEntry>, StoreError> {
     let txn = store.read()?;
     let Some(table) = store::open_or_none(store, &txn, tables.manifest())? else {
-        return Ok(HashMap::new());
+        return Ok(FxHashMap::default());
     };
-    let mut out = HashMap::new();
+    let mut out = FxHashMap::default();
     for row in table.iter().map_err(|e| store.err(e))? {
         let (k, v) = row.map_err(|e| store.err(e))?;
         out.insert(
@@ -344,7 +402,7 @@ fn read_manifest(
 
 fn observe(
     candidates: Vec<Candidate>,
-    base: &HashMap<String, ManifestEntry>,
+    base: &FxHashMap<String, ManifestEntry>,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Vec<Observed> {
     let total = candidates.len();
@@ -445,7 +503,7 @@ struct Apply<'t> {
     stats: CorpusStats,
     changed: bool,
     /// Postings to take out, per term.
-    remove: FxHashMap<String, HashSet<u32>>,
+    remove: FxHashMap<String, FxHashSet<u32>>,
     /// Postings to put in, per term.
     add: FxHashMap<String, Vec<Posting>>,
 }
@@ -496,6 +554,9 @@ impl<'t> Apply<'t> {
         self.txn
             .delete_table(self.tables.postings())
             .map_err(|e| self.err(e))?;
+        self.txn
+            .delete_table(self.tables.dirs())
+            .map_err(|e| self.err(e))?;
         let generation = self.read_stats()?.generation;
         self.txn
             .delete_table(self.tables.state())
@@ -503,6 +564,22 @@ impl<'t> Apply<'t> {
         // Keep generations increasing across a rebuild so readers never see one repeat.
         self.stats.generation = generation;
         self.changed = true;
+        Ok(())
+    }
+
+    fn write_dirs(&self, update: &DirUpdate) -> Result<(), StoreError> {
+        let mut table = self
+            .txn
+            .open_table(self.tables.dirs())
+            .map_err(|e| self.err(e))?;
+        for (key, listing) in &update.puts {
+            table
+                .insert(key.as_str(), encode(listing).as_slice())
+                .map_err(|e| self.err(e))?;
+        }
+        for key in &update.dels {
+            table.remove(key.as_str()).map_err(|e| self.err(e))?;
+        }
         Ok(())
     }
 
@@ -520,28 +597,39 @@ impl<'t> Apply<'t> {
 
     fn run(
         &mut self,
-        base: &HashMap<String, ManifestEntry>,
+        base: &FxHashMap<String, ManifestEntry>,
+        base_generation: u64,
         observed: Vec<Observed>,
         snapshot: &ConfigSnapshot,
         report: &mut SyncReport,
     ) -> Result<(), StoreError> {
         let generation_floor = self.stats.generation;
         self.stats = self.read_stats()?;
+        let unchanged_since_base = self.stats.generation == base_generation && !self.changed;
         self.stats.generation = self.stats.generation.max(generation_floor);
         let mut manifest = self
             .txn
             .open_table(self.tables.manifest())
             .map_err(|e| self.err(e))?;
-        let mut current: HashMap<String, ManifestEntry> = HashMap::new();
-        for row in manifest.iter().map_err(|e| self.err(e))? {
-            let (k, v) = row.map_err(|e| self.err(e))?;
-            current.insert(
-                k.value().to_owned(),
-                decode(self.store, v.value(), "manifest entry")?,
-            );
-        }
+        // What is committed now: the base itself when no other sync has committed since it
+        // was read (the common case), else read again.
+        let fresh;
+        let current: &FxHashMap<String, ManifestEntry> = if unchanged_since_base {
+            base
+        } else {
+            let mut read = FxHashMap::default();
+            for row in manifest.iter().map_err(|e| self.err(e))? {
+                let (k, v) = row.map_err(|e| self.err(e))?;
+                read.insert(
+                    k.value().to_owned(),
+                    decode(self.store, v.value(), "manifest entry")?,
+                );
+            }
+            fresh = read;
+            &fresh
+        };
 
-        let mut seen: HashSet<String> = HashSet::with_capacity(observed.len());
+        let mut seen: FxHashSet<String> = FxHashSet::default();
         let mut gone_docs: Vec<u32> = Vec::new();
         let mut new_docs: Vec<NewDoc> = Vec::new();
         let mut manifest_puts: Vec<(String, ManifestEntry)> = Vec::new();
@@ -652,7 +740,7 @@ impl<'t> Apply<'t> {
                 }
             }
         }
-        for (key, c) in &current {
+        for (key, c) in current {
             if seen.contains(key) {
                 continue;
             }
@@ -783,7 +871,7 @@ impl<'t> Apply<'t> {
         }
         // New documents got consecutive ids from `next_doc` in order.
         let first_new = self.stats.next_doc - new.len() as u32;
-        let mut new_by_id: HashMap<u32, NewDoc> = HashMap::new();
+        let mut new_by_id: FxHashMap<u32, NewDoc> = FxHashMap::default();
         for (i, doc) in new.into_iter().enumerate() {
             let id = first_new + i as u32;
             debug_assert_eq!(doc.key, doc.head.key);
@@ -865,7 +953,7 @@ impl<'t> Apply<'t> {
                     docs.insert(doc);
                 }
                 None => {
-                    self.remove.insert(t.clone(), HashSet::from([doc]));
+                    self.remove.insert(t.clone(), FxHashSet::from_iter([doc]));
                 }
             }
         }
@@ -937,8 +1025,8 @@ fn decide_activity(
     heads: &BTreeMap<u32, DocHead>,
     snapshot: &ConfigSnapshot,
     os: &str,
-) -> HashMap<u32, Option<String>> {
-    let mut winners: HashMap<&str, (u32, &str, u32)> = HashMap::new();
+) -> FxHashMap<u32, Option<String>> {
+    let mut winners: FxHashMap<&str, (u32, &str, u32)> = FxHashMap::default();
     for (id, h) in heads {
         if !skill::runs_on(&h.platforms, os)
             || snapshot.disabled.contains(&h.name)

@@ -343,6 +343,7 @@ pub struct ProfileTables {
     terms: String,
     postings: String,
     state: String,
+    dirs: String,
 }
 
 impl ProfileTables {
@@ -354,6 +355,7 @@ impl ProfileTables {
             terms: format!("profile.{profile}.terms"),
             postings: format!("profile.{profile}.postings"),
             state: format!("profile.{profile}.state"),
+            dirs: format!("profile.{profile}.dirs"),
         }
     }
 
@@ -372,6 +374,10 @@ impl ProfileTables {
     /// term → postings list (see [`crate::postings`]).
     pub fn postings(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.postings)
+    }
+    /// folder path → postcard [`crate::scan::DirListing`]: the folder cache of the scan.
+    pub fn dirs(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
+        TableDefinition::new(&self.dirs)
     }
     /// `stats` → [`CorpusStats`], `config` → [`ConfigSnapshot`], `platform_hidden` →
     /// [`PlatformHidden`].

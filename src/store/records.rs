@@ -24,8 +24,7 @@ pub struct ManifestEntry {
     pub state: EntryState,
 }
 
-/// How close to the hashing moment a modification time makes a stat untrustworthy.
-pub const RACY_WINDOW_NS: i64 = 2_000_000_000;
+pub use crate::scan::RACY_WINDOW_NS;
 
 impl ManifestEntry {
     /// Whether an unchanged stat is enough to trust that the bytes did not change.
