@@ -385,7 +385,8 @@ fn list_dir(
     }
 }
 
-/// Records the SKILL.md at `path` (a regular file when listed) as a candidate.
+/// Records the SKILL.md at `path` as a candidate, or as a problem when it is not (or does not
+/// lead to) a regular file.
 fn skill_file(root: &SkillRoot, path: PathBuf, out: &mut Walked) {
     let meta = match std::fs::metadata(&path) {
         Ok(m) => m,
@@ -478,40 +479,8 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
             });
             continue;
         }
-        let path = entry.path().to_path_buf();
         // Through a link, the target's type and stat are what count.
-        let meta = match std::fs::metadata(&path) {
-            Ok(m) => m,
-            Err(e) => {
-                out.problems.push(Problem {
-                    path,
-                    reason: format!("cannot stat: {e}"),
-                });
-                continue;
-            }
-        };
-        if !meta.is_file() {
-            out.problems.push(Problem {
-                path,
-                reason: format!("not a regular file ({})", file_kind(&meta)),
-            });
-            continue;
-        }
-        let rel = match path.strip_prefix(&root.path) {
-            Ok(rel) => rel
-                .iter()
-                .map(|c| c.to_string_lossy().into_owned())
-                .collect(),
-            Err(_) => continue,
-        };
-        out.found.push(Candidate {
-            location: Location {
-                origin: root.origin.clone(),
-                rel,
-            },
-            stat: FileStat::of(&meta),
-            path,
-        });
+        skill_file(root, entry.into_path(), out);
     }
 }
 
