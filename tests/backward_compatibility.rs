@@ -108,3 +108,25 @@ fn schema_2_opens_and_answers() {
         .unwrap();
     assert_eq!(hits[0].id, "pdf-to-markdown");
 }
+
+#[test]
+fn schema_2_without_a_folder_cache_syncs_and_gains_one() {
+    // Files of schema 2 written before the folder cache have no `dirs` table: the first
+    // sync lists every folder, finds nothing to re-parse, and stores the cache.
+    let (_dir, db) = fixture_copy(2);
+    let index = Index::open_for_sync(&db).unwrap();
+    let root = Root::from_home(std::path::Path::new("examples/hermes-home"));
+    let profile = root.profile("default").unwrap();
+    let first = index.sync(&profile, &Default::default()).unwrap();
+    assert_eq!(first.updated, 0, "{first:#?}");
+    assert_eq!(first.added, first.removed, "{first:#?}");
+    assert!(first.listed > 10, "{first:#?}");
+    let hits = index
+        .search(
+            "default",
+            "convert a PDF file to Markdown",
+            &SearchOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(hits[0].id, "pdf-to-markdown");
+}
