@@ -243,12 +243,12 @@ struct Cached<'a> {
 /// regular file, names that are not UTF-8) are listed every time and walked as before.
 fn walk_cached(ctx: &mut Cached<'_>, dir: &Path, stat: FileStat, out: &mut Walked) {
     let key = dir.to_string_lossy().into_owned();
-    let listing = match ctx.cache.get(&key).filter(|l| l.still_valid(&stat)) {
-        Some(l) => l.clone(),
+    let (listing, cacheable) = match ctx.cache.get(&key).filter(|l| l.still_valid(&stat)) {
+        Some(l) => (l.clone(), true),
         None => {
             *ctx.listed += 1;
             match list_dir(ctx, dir, stat, out) {
-                Some(l) => l,
+                Some(listed) => listed,
                 None => return,
             }
         }
@@ -267,17 +267,20 @@ fn walk_cached(ctx: &mut Cached<'_>, dir: &Path, stat: FileStat, out: &mut Walke
             }),
         }
     }
-    ctx.listings.push((key, listing));
+    if cacheable {
+        ctx.listings.push((key, listing));
+    }
 }
 
-/// Lists `dir`, walks what cannot be cached (symlinks, odd entries) right away, and returns
-/// the listing when the folder can be cached.
+/// Lists `dir`, walks what a listing cannot describe (symlinks, odd entries) right away, and
+/// returns the listing of the rest with whether the folder may be cached (it may not when it
+/// held anything odd); `None` when it cannot be read.
 fn list_dir(
     ctx: &mut Cached<'_>,
     dir: &Path,
     stat: FileStat,
     out: &mut Walked,
-) -> Option<DirListing> {
+) -> Option<(DirListing, bool)> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
@@ -320,8 +323,7 @@ fn list_dir(
             skill = true;
         } else if ft.is_dir() && name != SKILL_FILE {
             match name.into_string() {
-                Ok(n) if !EXCLUDED_DIRS.contains(&n.as_str()) => subdirs.push(n),
-                Ok(_) => {}
+                Ok(n) => subdirs.push(n),
                 Err(_) => {
                     plain = false;
                     odd.push(entry.path());
@@ -332,9 +334,7 @@ fn list_dir(
             odd.push(entry.path());
         }
     }
-    if skill {
-        subdirs.retain(|n| !SUPPORT_DIRS.contains(&n.as_str()));
-    }
+    subdirs.retain(|n| !pruned(n, skill));
     subdirs.sort();
     odd.sort();
     // Links and odd entries go through the general walk, one at a time.
@@ -345,11 +345,11 @@ fn list_dir(
             continue;
         }
         let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-        let name_ok = path
+        if path
             .file_name()
             .and_then(|n| n.to_str())
-            .is_none_or(|n| !(EXCLUDED_DIRS.contains(&n) || (skill && SUPPORT_DIRS.contains(&n))));
-        if !name_ok {
+            .is_some_and(|n| pruned(n, skill))
+        {
             continue;
         }
         if is_link {
@@ -366,23 +366,7 @@ fn list_dir(
         subdirs,
         skill,
     };
-    if plain {
-        Some(listing)
-    } else {
-        // Walk what is plain in it, but do not cache the folder.
-        if listing.skill {
-            skill_file(ctx.root, dir.join(SKILL_FILE), out);
-        }
-        for name in &listing.subdirs {
-            let sub = dir.join(name);
-            if let Ok(meta) = std::fs::symlink_metadata(&sub) {
-                if meta.is_dir() {
-                    walk_cached(ctx, &sub, FileStat::of(&meta), out);
-                }
-            }
-        }
-        None
-    }
+    Some((listing, plain))
 }
 
 /// Records the SKILL.md at `path` as a candidate, or as a problem when it is not (or does not
@@ -520,14 +504,20 @@ fn loops_back(link: &Path) -> Option<PathBuf> {
     parent.ancestors().any(|a| a == target).then_some(target)
 }
 
+/// Hermes' pruning rule: a folder named in [`EXCLUDED_DIRS`] is never walked, and a support
+/// folder is not walked inside a folder that holds a SKILL.md (`in_skill_dir`).
+fn pruned(name: &str, in_skill_dir: bool) -> bool {
+    EXCLUDED_DIRS.contains(&name) || (in_skill_dir && SUPPORT_DIRS.contains(&name))
+}
+
 fn keep_dir(path: &Path) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return true;
     };
-    if EXCLUDED_DIRS.contains(&name) {
-        return false;
-    }
-    !(SUPPORT_DIRS.contains(&name) && path.parent().is_some_and(|p| p.join(SKILL_FILE).is_file()))
+    // Stat the parent's SKILL.md only for the few names where it matters.
+    let in_skill_dir =
+        SUPPORT_DIRS.contains(&name) && path.parent().is_some_and(|p| p.join(SKILL_FILE).is_file());
+    !pruned(name, in_skill_dir)
 }
 
 fn walk_problem(root: &Path, err: walkdir::Error) -> Problem {
