@@ -22,6 +22,19 @@ fn fixture_copy(version: u32) -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, db)
 }
 
+/// The example home's default profile; the fixtures' paths are relative to the repository
+/// root, where cargo runs tests.
+fn example_profile() -> skillidx::home::Profile {
+    Root::from_home(std::path::Path::new("examples/hermes-home"))
+        .profile("default")
+        .unwrap()
+}
+
+/// The id of the best hit for `query`.
+fn top(index: &Index, profile: &str, query: &str, opts: &SearchOptions) -> String {
+    index.search(profile, query, opts).unwrap()[0].id.clone()
+}
+
 fn ids(hits: &[Hit]) -> Vec<(String, f64)> {
     hits.iter().map(|h| (h.id.clone(), h.score)).collect()
 }
@@ -31,39 +44,39 @@ fn schema_1_is_migrated_on_open_and_answers() {
     let (_dir, db) = fixture_copy(1);
     let index = Index::open(&db).unwrap();
     // Schema 2's analyzer is in force: a stemmed query finds the skill.
-    let hits = index
-        .search(
+    assert_eq!(
+        top(
+            &index,
             "default",
             "converting PDFs into markdown",
-            &SearchOptions::default(),
-        )
-        .unwrap();
-    assert_eq!(hits[0].id, "pdf-to-markdown");
+            &SearchOptions::default()
+        ),
+        "pdf-to-markdown"
+    );
     let seed = SearchOptions {
         ranking: Ranking::Seed,
         ..Default::default()
     };
-    let hits = index
-        .search("default", "convert a PDF file to Markdown", &seed)
-        .unwrap();
-    assert_eq!(hits[0].id, "pdf-to-markdown");
-    let hits = index
-        .search(
+    assert_eq!(
+        top(&index, "default", "convert a PDF file to Markdown", &seed),
+        "pdf-to-markdown"
+    );
+    assert_eq!(
+        top(
+            &index,
             "work",
             "write a postmortem for the outage",
-            &SearchOptions::default(),
-        )
-        .unwrap();
-    assert_eq!(hits[0].id, "incident-postmortem");
+            &SearchOptions::default()
+        ),
+        "incident-postmortem"
+    );
 }
 
 #[test]
 fn schema_1_is_reparsed_by_the_next_sync_and_then_equals_a_fresh_build() {
     let (_dir, db) = fixture_copy(1);
     let index = Index::open_for_sync(&db).unwrap();
-    // The fixture's paths are relative to the repository root, where cargo runs tests.
-    let root = Root::from_home(std::path::Path::new("examples/hermes-home"));
-    let profile = root.profile("default").unwrap();
+    let profile = example_profile();
     let report = index.sync(&profile, &Default::default()).unwrap();
     // External skill dirs are resolved to absolute paths, as Hermes resolves them, so in a
     // checkout elsewhere than where the fixture was written its two external skills come
@@ -99,14 +112,15 @@ fn schema_1_is_reparsed_by_the_next_sync_and_then_equals_a_fresh_build() {
 fn schema_2_opens_and_answers() {
     let (_dir, db) = fixture_copy(2);
     let index = Index::open(&db).unwrap();
-    let hits = index
-        .search(
+    assert_eq!(
+        top(
+            &index,
             "default",
             "convert a PDF file to Markdown",
-            &SearchOptions::default(),
-        )
-        .unwrap();
-    assert_eq!(hits[0].id, "pdf-to-markdown");
+            &SearchOptions::default()
+        ),
+        "pdf-to-markdown"
+    );
 }
 
 #[test]
@@ -115,18 +129,18 @@ fn schema_2_without_a_folder_cache_syncs_and_gains_one() {
     // sync lists every folder, finds nothing to re-parse, and stores the cache.
     let (_dir, db) = fixture_copy(2);
     let index = Index::open_for_sync(&db).unwrap();
-    let root = Root::from_home(std::path::Path::new("examples/hermes-home"));
-    let profile = root.profile("default").unwrap();
+    let profile = example_profile();
     let first = index.sync(&profile, &Default::default()).unwrap();
     assert_eq!(first.updated, 0, "{first:#?}");
     assert_eq!(first.added, first.removed, "{first:#?}");
     assert!(first.listed > 10, "{first:#?}");
-    let hits = index
-        .search(
+    assert_eq!(
+        top(
+            &index,
             "default",
             "convert a PDF file to Markdown",
-            &SearchOptions::default(),
-        )
-        .unwrap();
-    assert_eq!(hits[0].id, "pdf-to-markdown");
+            &SearchOptions::default()
+        ),
+        "pdf-to-markdown"
+    );
 }

@@ -23,10 +23,7 @@ fn write_generation(h: &Home, generation: usize) {
     }
 }
 
-#[test]
-fn searches_and_syncs_in_parallel_processes() {
-    let h = Home::new();
-    write_generation(&h, 0);
+fn cli_sync(h: &Home) {
     assert!(bin()
         .arg("sync")
         .arg("--home")
@@ -34,6 +31,13 @@ fn searches_and_syncs_in_parallel_processes() {
         .status()
         .unwrap()
         .success());
+}
+
+#[test]
+fn searches_and_syncs_in_parallel_processes() {
+    let h = Home::new();
+    write_generation(&h, 0);
+    cli_sync(&h);
 
     let stop = Arc::new(AtomicBool::new(false));
     let run_for = Duration::from_secs(6);
@@ -122,13 +126,7 @@ fn searches_and_syncs_in_parallel_processes() {
     // Readers never wait for a writer: a generous bound that still catches lock waits.
     assert!(worst < Duration::from_secs(2), "a search waited {worst:?}");
     // The last sync ends in the state of a clean build.
-    assert!(bin()
-        .arg("sync")
-        .arg("--home")
-        .arg(h.path())
-        .status()
-        .unwrap()
-        .success());
+    cli_sync(&h);
     let clean = Home::new();
     write_generation(&clean, generation);
     clean.sync();
