@@ -14,6 +14,7 @@ pub mod cli;
 pub mod compact;
 pub mod config;
 pub mod eval;
+pub mod failpoint;
 pub mod fields;
 pub mod freshness;
 pub mod hermes;

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== cargo test"
-cargo test --locked 2>&1
+cargo test --locked --features failpoints 2>&1
 
 echo "== benchmarks compile"
 cargo check --locked --benches 2>&1
