@@ -888,7 +888,7 @@ impl<'s> Snapshot<'s> {
             rank,
             score: total,
             docs: view.n,
-            inactive: head.inactive.clone(),
+            inactive: head.inactive.as_ref().map(ToString::to_string),
             dropped: plan.dropped,
             terms,
         }))

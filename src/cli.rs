@@ -189,10 +189,21 @@ struct Context_ {
     db: PathBuf,
 }
 
-fn context(common: &Common) -> Context_ {
-    let root = Root::locate(common.home.as_deref());
+fn context(common: &Common) -> Result<Context_> {
+    let root = Root::locate(common.home.as_deref())?;
     let db = common.db.clone().unwrap_or_else(|| root.default_db_path());
-    Context_ { root, db }
+    Ok(Context_ { root, db })
+}
+
+/// For the commands that query: the context, the index opened for reading, and the
+/// profile, checked to exist in the home and in the index.
+fn open_query(common: &Common) -> Result<(Context_, Index, Profile)> {
+    let ctx = context(common)?;
+    let profile = ctx.root.profile(&profile_name(common, &ctx))?;
+    let index = Index::open(&ctx.db)?;
+    index.ensure_home(&ctx.root.path)?;
+    index.ensure_profile(&profile.name)?;
+    Ok((ctx, index, profile))
 }
 
 fn profile_name(common: &Common, ctx: &Context_) -> String {
@@ -217,9 +228,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bm25,
             common,
         } => {
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = profile_name(&common, &ctx);
+            let (_, index, profile) = open_query(&common)?;
+            let profile = profile.name;
             if batch {
                 return search_batch(&index, &profile, bm25);
             }
@@ -254,9 +264,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bm25,
             common,
         } => {
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = profile_name(&common, &ctx);
+            let (_, index, profile) = open_query(&common)?;
+            let profile = profile.name;
             let opts = SearchOptions {
                 k: 6,
                 platform,
@@ -320,9 +329,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for name in &without {
                 ingredients = ingredients.without(name).map_err(anyhow::Error::msg)?;
             }
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = ctx.root.profile(&profile_name(&common, &ctx))?;
+            let (_, index, profile) = open_query(&common)?;
             let queries = crate::eval::load(&queries)?;
             let skills = profile.home.join("skills");
             let reports = ranking
@@ -367,10 +374,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats { common } => {
-            let ctx = context(&common);
+            let ctx = context(&common)?;
             let index = Index::open(&ctx.db)?;
+            index.ensure_home(&ctx.root.path)?;
             let names = match &common.profile {
-                Some(p) => vec![p.clone()],
+                Some(p) => {
+                    ctx.root.profile(p)?;
+                    index.ensure_profile(p)?;
+                    vec![p.clone()]
+                }
                 None => index.profiles()?,
             };
             let all: Vec<_> = names
@@ -398,10 +410,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Hermes { action } => hermes(action),
         Command::List { common } => {
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = profile_name(&common, &ctx);
-            let list = index.list(&profile)?;
+            let (_, index, profile) = open_query(&common)?;
+            let list = index.list(&profile.name)?;
             if common.json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
                 return Ok(ExitCode::SUCCESS);
@@ -473,7 +483,7 @@ fn hermes(action: HermesAction) -> Result<ExitCode> {
 }
 
 fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> {
-    let ctx = context(common);
+    let ctx = context(common)?;
     let profiles: Vec<Profile> = if all_profiles {
         ctx.root.profiles()
     } else {
@@ -524,6 +534,18 @@ fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> 
         }
         reports.push(report);
     }
+    if all_profiles {
+        for name in index.profiles()? {
+            if profiles.iter().all(|p| p.name != name) {
+                index
+                    .drop_profile(&name)
+                    .with_context(|| format!("dropping profile {name}"))?;
+                eprintln!(
+                    "skillidx: profile {name}: its folder is gone; dropped it from the index"
+                );
+            }
+        }
+    }
     if common.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     }
@@ -555,6 +577,8 @@ fn print_report(r: &SyncReport) {
 fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<ExitCode> {
     #[derive(serde::Deserialize)]
     struct Request {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
         query: String,
         #[serde(default)]
         k: Option<usize>,
@@ -574,7 +598,7 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
         if line.trim().is_empty() {
             continue;
         }
-        let answer = match serde_json::from_str::<Request>(&line) {
+        let mut answer = match serde_json::from_str::<Request>(&line) {
             Ok(req) => {
                 let opts = SearchOptions {
                     k: req.k.unwrap_or(6),
@@ -585,13 +609,29 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
                     ..Default::default()
                 };
                 let profile = req.profile.as_deref().unwrap_or(default_profile);
-                match index.search(profile, &req.query, &opts) {
+                let hits = index
+                    .ensure_profile(profile)
+                    .and_then(|()| index.search(profile, &req.query, &opts));
+                let mut answer = match hits {
                     Ok(hits) => serde_json::json!({ "hits": hits }),
                     Err(e) => serde_json::json!({ "error": e.to_string() }),
+                };
+                if let Some(id) = req.id {
+                    answer["id"] = id;
                 }
+                answer
             }
             Err(e) => serde_json::json!({ "error": format!("line {}: {e}", n + 1) }),
         };
+        // A request that did not parse may still carry an id worth echoing.
+        if answer.get("id").is_none() {
+            if let Some(id) = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+            {
+                answer["id"] = id;
+            }
+        }
         writeln!(out, "{answer}")?;
         out.flush()?;
     }

@@ -24,6 +24,8 @@
 pub mod names {
     /// A sync has read its base (one read transaction) and not yet taken the write lock.
     pub const SYNC_AFTER_BASE: &str = "sync-after-base";
+    /// A sync has observed every file and planned, and not yet taken the write lock.
+    pub const SYNC_BEFORE_WRITE: &str = "sync-before-write";
     /// A sync holds the write transaction and has not planned against it yet.
     pub const SYNC_IN_WRITE: &str = "sync-in-write";
     /// A sync has applied its changes and is about to commit.
@@ -87,11 +89,7 @@ mod imp {
     }
 
     pub fn action(name: &str) -> Option<String> {
-        if let Some(a) = local()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-        {
+        if let Some(a) = local().lock().unwrap_or_else(|p| p.into_inner()).get(name) {
             return Some(a.clone());
         }
         let spec = std::env::var("SKILLIDX_FAILPOINTS").ok()?;
@@ -110,7 +108,10 @@ mod imp {
         };
         if let Some(dir) = arg("pause(") {
             let dir = PathBuf::from(dir);
-            std::fs::write(dir.join(format!("{name}.reached")), std::process::id().to_string())?;
+            std::fs::write(
+                dir.join(format!("{name}.reached")),
+                std::process::id().to_string(),
+            )?;
             let go = dir.join(format!("{name}.go"));
             let until = Instant::now() + Duration::from_secs(60);
             while !go.exists() && Instant::now() < until {

@@ -346,7 +346,7 @@ impl PyIndex {
         let ttl = std::time::Duration::try_from_secs_f64(ttl)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("ttl: {e}")))?;
         detached(py, move || {
-            let root = Root::locate(home.as_deref());
+            let root = Root::locate(home.as_deref()).map_err(crate::Error::from)?;
             let name = profile.unwrap_or_else(|| root.active_profile_name());
             let profile = root.profile(&name)?;
             let db = db.unwrap_or_else(|| root.default_db_path());
