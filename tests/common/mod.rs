@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests: temporary Hermes homes and the CLI binary.
 #![allow(dead_code)]
 
-use skillidx::bm25::SearchOptions;
 use skillidx::home::Root;
+use skillidx::search::SearchOptions;
 use skillidx::sync::{SyncOptions, SyncReport};
 use skillidx::Index;
 use std::path::{Path, PathBuf};
