@@ -164,7 +164,14 @@ fn schema() -> (Schema, Fields) {
 /// The documents skillidx offers for `home`'s default profile: (id, description, seed text).
 fn documents(home: &Path) -> Result<Vec<(String, String, String)>> {
     let cfg = HermesConfig::load(home).unwrap_or_default();
-    let (candidates, _problems) = scan::scan(&scan::skill_roots(home, &cfg));
+    // No folder cache, as in a first sync: every folder is listed, so the time the listings
+    // are stamped with (for the next scan's cache) is never read.
+    let candidates = scan::scan(
+        &scan::skill_roots(home, &cfg),
+        &scan::DirCache::default(),
+        0,
+    )
+    .found;
     let os = skill::current_os();
     let parsed: Vec<Option<skill::Skill>> = candidates
         .par_iter()
