@@ -276,7 +276,8 @@ impl<'s> Snapshot<'s> {
         rank::top_k(self, scores, opts.k)
     }
 
-    /// Explains the score of the skill `id` (or name) for `query`.
+    /// Explains the score of the skill `id` (or name) for `query`; of several skills so
+    /// named, an offered one.
     pub fn explain(
         &self,
         query: &str,
