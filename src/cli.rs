@@ -2,8 +2,8 @@
 //!
 //! Lives in the library so the Python package's `skillidx` command runs the very same code.
 
-use crate::bm25::{Params, Ranking, SearchOptions};
 use crate::home::{Profile, Root};
+use crate::search::{Params, Ranking, SearchOptions};
 use crate::sync::{SyncOptions, SyncReport};
 use crate::Index;
 use anyhow::{bail, Context, Result};
@@ -325,7 +325,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             without,
             common,
         } => {
-            let mut ingredients = crate::bm25::Ingredients::default();
+            let mut ingredients = crate::search::Ingredients::default();
             for name in &without {
                 ingredients = ingredients.without(name).map_err(anyhow::Error::msg)?;
             }

@@ -6,9 +6,9 @@
 //! [`injected_ids`]. Its two files are embedded in the binary ([`PLUGIN_FILES`]) so
 //! `skillidx hermes install` works without the Python sources around.
 
-use crate::bm25::Hit;
 use crate::home::{Profile, ProfileError, Root};
 use crate::safety;
+use crate::search::Hit;
 use serde_yaml::Value;
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,8 @@
 //! [`Index`]: the library's front door, one open index file and the operations on it.
 
-use crate::bm25::{Explanation, Hit, SearchOptions, Snapshot};
 use crate::home::{HomeError, Profile, ProfileError};
 use crate::scan::Problem;
+use crate::search::{Explanation, Hit, SearchOptions, Snapshot};
 use crate::store::records::ManifestEntry;
 use crate::store::{self, decode, ProfileTables, Store, StoreError};
 use crate::sync::{self, SyncError, SyncOptions, SyncReport};

@@ -2,14 +2,13 @@
 //!
 //! Data flows one way: files ([`scan`]) → parsed skills ([`skill`]) → terms
 //! ([`tokenize`], [`analyze`]) → the store ([`store`], written by [`sync`]) → queries
-//! ([`bm25`]). [`compact`] rewrites the `<available_skills>` block of a prompt;
+//! ([`search`]). [`compact`] rewrites the `<available_skills>` block of a prompt;
 //! [`freshness`] and [`hermes`] serve the Hermes plugin. See
 //! `ARCHITECTURE.md` for the map and `docs/store.md` for the file format.
 
 #![warn(missing_docs)]
 
 pub mod analyze;
-pub mod bm25;
 pub mod cli;
 pub mod compact;
 pub mod config;
@@ -22,6 +21,7 @@ pub mod home;
 pub mod postings;
 pub mod safety;
 pub mod scan;
+pub mod search;
 pub mod skill;
 pub mod store;
 pub mod sync;

@@ -4,9 +4,9 @@
 //! released ([`Python::detach`]), every Rust panic is caught and raised as
 //! `SkillidxError`, and engine errors map to a small exception hierarchy.
 
-use crate::bm25::{Params, SearchOptions};
 use crate::freshness::Freshness;
 use crate::home::{Profile, Root};
+use crate::search::{Params, SearchOptions};
 use crate::store::StoreError;
 use crate::sync::SyncOptions;
 use pyo3::create_exception;
@@ -127,8 +127,8 @@ struct PyHit {
     path: String,
 }
 
-impl From<crate::bm25::Hit> for PyHit {
-    fn from(h: crate::bm25::Hit) -> Self {
+impl From<crate::search::Hit> for PyHit {
+    fn from(h: crate::search::Hit) -> Self {
         PyHit {
             id: h.id,
             name: h.name,
@@ -140,9 +140,9 @@ impl From<crate::bm25::Hit> for PyHit {
     }
 }
 
-impl From<&PyHit> for crate::bm25::Hit {
+impl From<&PyHit> for crate::search::Hit {
     fn from(h: &PyHit) -> Self {
-        crate::bm25::Hit {
+        crate::search::Hit {
             id: h.id.clone(),
             name: h.name.clone(),
             category: h.category.clone(),
@@ -525,7 +525,10 @@ fn format_retrieved_block(
     hits: Vec<PyRef<'_, PyHit>>,
     shown: Vec<String>,
 ) -> PyResult<Option<String>> {
-    let hits: Vec<crate::bm25::Hit> = hits.iter().map(|h| crate::bm25::Hit::from(&**h)).collect();
+    let hits: Vec<crate::search::Hit> = hits
+        .iter()
+        .map(|h| crate::search::Hit::from(&**h))
+        .collect();
     guarded(|| Ok(crate::hermes::format_retrieved_block(&hits, &shown))).map_err(PyErr::from)
 }
 

@@ -7,8 +7,8 @@
 
 mod common;
 use common::*;
-use skillidx::bm25::{Hit, Ranking, SearchOptions};
 use skillidx::home::Root;
+use skillidx::search::{Hit, Ranking, SearchOptions};
 use skillidx::Index;
 
 fn fixture_copy(version: u32) -> (tempfile::TempDir, std::path::PathBuf) {

@@ -367,7 +367,7 @@ fn searchers_and_two_syncs_race_while_groups_change() {
     copy_tree(&skills, &clean.path().join("skills"));
     clean.sync();
     for q in ["racemarker", "churnmarker churn-3", "grp2marker"] {
-        let opts = skillidx::bm25::SearchOptions {
+        let opts = skillidx::search::SearchOptions {
             k: 500,
             ..Default::default()
         };

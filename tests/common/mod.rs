@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use redb::ReadableTable;
-use skillidx::bm25::SearchOptions;
 use skillidx::home::Root;
+use skillidx::search::SearchOptions;
 use skillidx::store::records::*;
 use skillidx::store::{decode, ProfileTables, Store};
 use skillidx::sync::{SyncOptions, SyncReport};
