@@ -133,6 +133,12 @@ impl Index {
                 let mut aside = db.as_os_str().to_owned();
                 aside.push(format!(".broken-{stamp}"));
                 let aside = PathBuf::from(aside);
+                crate::failpoint::point(crate::failpoint::names::REBUILD_BEFORE_RENAME).map_err(
+                    |source| StoreError::Io {
+                        path: db.to_owned(),
+                        source,
+                    },
+                )?;
                 std::fs::rename(db, &aside).map_err(|source| StoreError::Io {
                     path: db.to_owned(),
                     source,
@@ -218,6 +224,12 @@ impl Index {
     ) -> Result<Vec<Hit>, Error> {
         store::contain(self.store.path(), || {
             let txn = self.store.read()?;
+            crate::failpoint::point(crate::failpoint::names::SEARCH_IN_READ).map_err(|source| {
+                StoreError::Io {
+                    path: self.store.path().to_owned(),
+                    source,
+                }
+            })?;
             Ok(Snapshot::open(&self.store, &txn, profile)?.search(query, opts)?)
         })
     }

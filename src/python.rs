@@ -45,7 +45,7 @@ create_exception!(
     skillidx,
     ProfileError,
     SkillidxError,
-    "The profile name is invalid or the profile does not exist."
+    "The Hermes home or the profile does not exist, or the profile name is invalid."
 );
 
 /// Why a call failed, carried out of the GIL-free section.
@@ -73,7 +73,8 @@ impl From<Failure> for PyErr {
             Failure::Engine(e) => {
                 let msg = e.to_string();
                 match e {
-                    crate::Error::Profile(_) => ProfileError::new_err(msg),
+                    crate::Error::Profile(_) | crate::Error::Home(_) => ProfileError::new_err(msg),
+                    crate::Error::NotIndexed { .. } => IndexMissingError::new_err(msg),
                     crate::Error::Store(StoreError::Missing(_)) => IndexMissingError::new_err(msg),
                     crate::Error::Store(
                         StoreError::Foreign(_)
