@@ -115,6 +115,15 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Keep the index in step with the skills while running: sync every profile, then sync
+    /// a profile again whenever its skills or config change (inotify, debounced).
+    Watch {
+        /// Wait this long after the last change before syncing.
+        #[arg(long, default_value_t = 500)]
+        debounce_ms: u64,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Install or remove the `skill-retrieval` Hermes plugin in a profile.
     Hermes {
         #[command(subcommand)]
@@ -409,6 +418,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Hermes { action } => hermes(action),
+        Command::Watch {
+            debounce_ms,
+            common,
+        } => watch(&common, debounce_ms),
         Command::List { common } => {
             let (_, index, profile) = open_query(&common)?;
             let list = index.list(&profile.name)?;
@@ -549,6 +562,49 @@ fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> 
     if common.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn watch(common: &Common, debounce_ms: u64) -> Result<ExitCode> {
+    use crate::watch::WatchEvent;
+    let ctx = context(common)?;
+    let json = common.json;
+    let report = |event: WatchEvent| {
+        match event {
+            WatchEvent::Ready { watched } if json => {
+                println!(
+                    "{}",
+                    serde_json::json!({ "ready": true, "watched": watched })
+                )
+            }
+            WatchEvent::Ready { watched } => {
+                eprintln!(
+                    "skillidx: watching {watched} folders of {}",
+                    ctx.root.path.display()
+                )
+            }
+            WatchEvent::Synced(Ok(r)) if json => match serde_json::to_string(&r) {
+                Ok(line) => println!("{line}"),
+                Err(e) => eprintln!("skillidx: {e}"),
+            },
+            WatchEvent::Synced(Ok(r)) => print_report(&r),
+            WatchEvent::Synced(Err(e)) => eprintln!("skillidx: sync failed: {e}"),
+            WatchEvent::Dropped(name) if json => {
+                println!("{}", serde_json::json!({ "dropped": name }))
+            }
+            WatchEvent::Dropped(name) => {
+                eprintln!("skillidx: profile {name}: its folder is gone; dropped it from the index")
+            }
+        }
+        let _ = std::io::stdout().flush();
+    };
+    crate::watch::watch(
+        &ctx.root,
+        &ctx.db,
+        std::time::Duration::from_millis(debounce_ms.max(10)),
+        report,
+        || false,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

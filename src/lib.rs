@@ -26,6 +26,7 @@ pub mod skill;
 pub mod store;
 pub mod sync;
 pub mod tokenize;
+pub mod watch;
 
 #[path = "../migrations/mod.rs"]
 pub mod migrations;
