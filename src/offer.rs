@@ -560,6 +560,7 @@ mod tests {
         };
         assert_eq!(run(&[1, 2, 3, 4, 5]), [(2, 1), (4, 1), (5, 1)]);
         assert_eq!(run(&[4, 5]), [(5, 4)]);
-        assert_eq!(run(&[2, 5]), []);
+        assert_eq!(run(&[2, 5]), [(5, 2)]);
+        assert_eq!(run(&[5]), []);
     }
 }

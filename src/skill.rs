@@ -699,7 +699,7 @@ mod tests {
         let mut s = parse(b"---\nplatforms: [macos]\n---\n", &loc(&["a", "SKILL.md"]));
         assert!(s.runs_on("macos"));
         assert!(!s.runs_on("linux"));
-        s.platforms = vec!["Linux".into()];
+        s.platforms = vec!["linux".into()];
         assert!(s.runs_on("linux"));
         s.platforms.clear();
         assert!(s.runs_on("windows"));
