@@ -60,10 +60,12 @@ fn every_kind_of_bad_file_is_reported_and_the_rest_indexed() {
     assert!(reason_for(&r, "bad/latin1").contains("UTF-8"));
     assert!(reason_for(&r, "bad/latin1").contains("folder name"));
     assert!(reason_for(&r, "bad/binary").contains("no YAML frontmatter"));
-    assert!(r
-        .warnings
-        .iter()
-        .any(|p| p.path.to_string_lossy().contains("bad/huge") && p.reason.contains("were parsed")));
+    assert!(
+        r.warnings
+            .iter()
+            .any(|p| p.path.to_string_lossy().contains("bad/huge")
+                && p.reason.contains("were parsed"))
+    );
     assert!(reason_for(&r, "bad/nofence").contains("no YAML frontmatter"));
     #[cfg(unix)]
     {
@@ -79,7 +81,14 @@ fn every_kind_of_bad_file_is_reported_and_the_rest_indexed() {
         },
     );
     let ids: Vec<&str> = found.iter().map(|(id, _)| id.as_str()).collect();
-    for id in ["good-skill", "bad-yaml", "list", "bom-crlf", "binary", "huge"] {
+    for id in [
+        "good-skill",
+        "bad-yaml",
+        "list",
+        "bom-crlf",
+        "binary",
+        "huge",
+    ] {
         assert!(ids.contains(&id), "{id} missing from {ids:?}");
     }
     // A second sync reports the same skipped files without reading them again.

@@ -279,7 +279,11 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
                     let mut clashes: Vec<Vec<(String, Option<String>)>> = r
                         .clashes
                         .into_iter()
-                        .map(|g| g.into_iter().map(|m| (p(m.doc), m.local_category)).collect())
+                        .map(|g| {
+                            g.into_iter()
+                                .map(|m| (p(m.doc), m.local_category))
+                                .collect()
+                        })
                         .collect();
                     clashes.sort();
                     out.push_str(&format!("offer_rules {docs:?} {clashes:?}\n"));
