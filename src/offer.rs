@@ -95,8 +95,31 @@ fn kanban_active(home: &Path) -> bool {
         return true;
     }
     // hermes_cli.config.load_config(): the profile's config.yaml merged over the defaults
-    // (`toolsets: [hermes-cli]`); `"kanban" in toolsets`.
-    let Ok(text) = std::fs::read_to_string(home.join("config.yaml")) else {
+    // (`toolsets: [hermes-cli]`); `"kanban" in toolsets`. Cached on the file's stat, as
+    // Hermes caches the config, since a query without a session detects on every call.
+    type Key = (std::path::PathBuf, crate::scan::FileStat);
+    static CACHE: std::sync::Mutex<Option<(Key, bool)>> = std::sync::Mutex::new(None);
+    let path = home.join("config.yaml");
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return false;
+    };
+    let key = (path.clone(), crate::scan::FileStat::of(&meta));
+    if let Ok(cache) = CACHE.lock() {
+        if let Some((k, v)) = cache.as_ref() {
+            if *k == key {
+                return *v;
+            }
+        }
+    }
+    let found = kanban_in_config(&path);
+    if let Ok(mut cache) = CACHE.lock() {
+        *cache = Some((key, found));
+    }
+    found
+}
+
+fn kanban_in_config(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
         return false;
     };
     let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(&text) else {

@@ -326,3 +326,18 @@ fn a_session_search_equals_an_index_built_without_the_hidden_skills() {
     );
     assert!(hits.iter().any(|(id, _)| id == "kanban-lamps"));
 }
+
+#[test]
+fn kanban_is_detected_from_the_profile_toolsets() {
+    if std::env::var_os("HERMES_KANBAN_TASK").is_some()
+        || std::env::var_os("HERMES_KANBAN_BOARD").is_some()
+    {
+        return;
+    }
+    let h = Home::new();
+    assert!(!Environments::detect(h.path()).kanban);
+    h.config("toolsets: [hermes-cli, kanban]\n");
+    assert!(Environments::detect(h.path()).kanban);
+    h.config("toolsets: [hermes-cli]\nskills: {}\n");
+    assert!(!Environments::detect(h.path()).kanban);
+}
