@@ -87,11 +87,7 @@ mod imp {
     }
 
     pub fn action(name: &str) -> Option<String> {
-        if let Some(a) = local()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-        {
+        if let Some(a) = local().lock().unwrap_or_else(|p| p.into_inner()).get(name) {
             return Some(a.clone());
         }
         let spec = std::env::var("SKILLIDX_FAILPOINTS").ok()?;
@@ -110,7 +106,10 @@ mod imp {
         };
         if let Some(dir) = arg("pause(") {
             let dir = PathBuf::from(dir);
-            std::fs::write(dir.join(format!("{name}.reached")), std::process::id().to_string())?;
+            std::fs::write(
+                dir.join(format!("{name}.reached")),
+                std::process::id().to_string(),
+            )?;
             let go = dir.join(format!("{name}.go"));
             let until = Instant::now() + Duration::from_secs(60);
             while !go.exists() && Instant::now() < until {
