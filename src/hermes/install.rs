@@ -62,9 +62,32 @@ pub fn resolve_profile(home: Option<&Path>, name: Option<&str>) -> Result<Profil
     Ok(root.profile(&name)?)
 }
 
+/// The file in the plugin folder that remembers what `install` did to config.yaml, so that
+/// `uninstall` can put the file back byte for byte.
+pub const INSTALL_RECORD: &str = "install-record.json";
+
+/// What [`install`] changed in config.yaml.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct InstallRecord {
+    /// config.yaml before the install; `None` when there was no such file.
+    config_before: Option<String>,
+    /// blake3 of config.yaml as the install left it.
+    config_after_blake3: String,
+}
+
+fn read_config(config: &Path) -> Result<Option<String>, HermesError> {
+    match std::fs::read_to_string(config) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(config)(e)),
+    }
+}
+
 /// Places the plugin into `<profile home>/plugins/skill-retrieval/` and adds it to
 /// `plugins.enabled` in the profile's config.yaml, keeping the rest of the file (comments
-/// included) as it was.
+/// included) as it was. Every file is written whole or not at all ([`replace_file`]),
+/// config.yaml keeps its mode and owner, and what it held before is recorded for
+/// [`uninstall`].
 pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
     let dir = profile.home.join("plugins").join(PLUGIN_NAME);
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -72,24 +95,32 @@ pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
     for (name, text) in PLUGIN_FILES {
         let path = dir.join(name);
         if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
-            std::fs::write(&path, text).map_err(io(&path))?;
+            replace_file(&path, text.as_bytes()).map_err(io(&path))?;
             files_changed = true;
         }
     }
     let config = profile.home.join("config.yaml");
-    let text = match std::fs::read_to_string(&config) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(io(&config)(e)),
-    };
-    let edited = enable_in_config(&text, PLUGIN_NAME).map_err(|detail| HermesError::Config {
-        path: config.clone(),
-        detail,
-        verb: "enable",
-    })?;
+    let before = read_config(&config)?;
+    let edited =
+        enable_in_config(before.as_deref().unwrap_or(""), PLUGIN_NAME).map_err(|detail| {
+            HermesError::Config {
+                path: config.clone(),
+                detail,
+                verb: "enable",
+            }
+        })?;
     let config_changed = edited.is_some();
     if let Some(new) = edited {
-        std::fs::write(&config, new).map_err(io(&config))?;
+        replace_file(&config, new.as_bytes()).map_err(io(&config))?;
+        // After the config: a crash in between leaves no record, and uninstall then
+        // removes the entry by editing the text.
+        let record = InstallRecord {
+            config_before: before,
+            config_after_blake3: blake3::hash(new.as_bytes()).to_hex().to_string(),
+        };
+        let path = dir.join(INSTALL_RECORD);
+        let json = serde_json::to_vec_pretty(&record).unwrap_or_default();
+        replace_file(&path, &json).map_err(io(&path))?;
     }
     Ok(InstallReport {
         profile: profile.name.clone(),
@@ -100,12 +131,34 @@ pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
     })
 }
 
-/// Removes the plugin from `plugins.enabled` and deletes its folder.
+/// Removes the plugin from `plugins.enabled` and deletes its folder. When config.yaml is
+/// still exactly as [`install`] left it, it is put back byte for byte as it was before the
+/// install (removed, if install created it); otherwise only the `plugins.enabled` entry is
+/// removed from the text.
 pub fn uninstall(profile: &Profile) -> Result<InstallReport, HermesError> {
     let config = profile.home.join("config.yaml");
+    let dir = profile.home.join("plugins").join(PLUGIN_NAME);
+    let record: Option<InstallRecord> = std::fs::read(dir.join(INSTALL_RECORD))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     let mut config_changed = false;
-    match std::fs::read_to_string(&config) {
-        Ok(text) => {
+    let current = read_config(&config)?;
+    let restore = match (&record, &current) {
+        (Some(r), Some(now)) => (blake3::hash(now.as_bytes()).to_hex().as_str()
+            == r.config_after_blake3)
+            .then_some(&r.config_before),
+        _ => None,
+    };
+    match (restore, current) {
+        (Some(Some(before)), _) => {
+            replace_file(&config, before.as_bytes()).map_err(io(&config))?;
+            config_changed = true;
+        }
+        (Some(None), _) => {
+            std::fs::remove_file(&config).map_err(io(&config))?;
+            config_changed = true;
+        }
+        (None, Some(text)) => {
             let edited =
                 disable_in_config(&text, PLUGIN_NAME).map_err(|detail| HermesError::Config {
                     path: config.clone(),
@@ -113,14 +166,12 @@ pub fn uninstall(profile: &Profile) -> Result<InstallReport, HermesError> {
                     verb: "disable",
                 })?;
             if let Some(new) = edited {
-                std::fs::write(&config, new).map_err(io(&config))?;
+                replace_file(&config, new.as_bytes()).map_err(io(&config))?;
                 config_changed = true;
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(&config)(e)),
+        (None, None) => {}
     }
-    let dir = profile.home.join("plugins").join(PLUGIN_NAME);
     let files_changed = dir.exists();
     if files_changed {
         std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
@@ -132,6 +183,97 @@ pub fn uninstall(profile: &Profile) -> Result<InstallReport, HermesError> {
         config_changed,
         files_changed,
     })
+}
+
+/// Replaces the contents of `path` with `bytes` so that a crash or a full disk at any
+/// moment leaves either the old file or the new one, never a part: the bytes go to a
+/// temporary file in the same folder, which is synced, given the old file's mode and
+/// owner, and renamed over `path`; then the folder is synced. A symlink is followed (its
+/// target is replaced and the link stays). When the old owner cannot be kept (not
+/// permitted), nothing is replaced and the error says so. Temporary files left by a
+/// process killed mid-write are removed by the next replacement.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("not a file name"))?
+        .to_string_lossy()
+        .into_owned();
+    let prefix = format!(".{name}.skillidx-");
+    remove_stale_temps(&dir, &prefix);
+    let tmp = dir.join(format!("{prefix}{}.tmp", std::process::id()));
+    let old = std::fs::metadata(&target).ok();
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        if let Some(old) = &old {
+            keep_owner(&file, old)?;
+            file.set_permissions(old.permissions())?;
+        }
+        file.sync_all()?;
+        crate::failpoint::point(crate::failpoint::names::REPLACE_BEFORE_RENAME)?;
+        std::fs::rename(&tmp, &target)
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    // The rename is durable once the folder is synced; some filesystems cannot sync a
+    // folder, and the file itself is complete either way.
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Gives `file` the owner and group of `old` when they differ from its own.
+fn keep_owner(file: &std::fs::File, old: &std::fs::Metadata) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let new = file.metadata()?;
+        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+            std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot keep the file's owner {}:{} ({e}); run this as that user",
+                        old.uid(),
+                        old.gid()
+                    ),
+                )
+            })?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, old);
+    Ok(())
+}
+
+/// Removes temporary files of earlier replacements (`<prefix><pid>.tmp`) that a killed
+/// process left behind.
+fn remove_stale_temps(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name();
+        let n = n.to_string_lossy();
+        if n.starts_with(prefix) && n.ends_with(".tmp") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// The `plugins.enabled` names of a parsed config, if it is a list.
@@ -507,5 +649,72 @@ mod tests {
             resolve_profile(Some(t.path()), Some("nope")),
             Err(HermesError::Profile(_))
         ));
+    }
+
+    #[test]
+    fn uninstall_puts_config_back_byte_for_byte() {
+        let shapes: [Option<&str>; 6] = [
+            None,
+            Some(""),
+            Some("model:\n  default: x\n\n\n"),
+            Some("plugins:\n  enabled:\n# nothing yet\n"),
+            Some("plugins:\r\n  disabled: []\r\n"),
+            Some("plugins:\n  enabled: [a,\"b\"]   # mine\n"),
+        ];
+        for shape in shapes {
+            let t = tempfile::tempdir().expect("tempdir");
+            let config = t.path().join("config.yaml");
+            if let Some(text) = shape {
+                std::fs::write(&config, text).expect("write");
+            }
+            let p = resolve_profile(Some(t.path()), None).expect("profile");
+            assert!(install(&p).expect("install").config_changed, "{shape:?}");
+            let enabled = std::fs::read_to_string(&config).expect("read");
+            assert!(enabled.contains(PLUGIN_NAME), "{shape:?}");
+            assert!(uninstall(&p).expect("uninstall").config_changed);
+            assert_eq!(std::fs::read_to_string(&config).ok().as_deref(), shape);
+        }
+    }
+
+    #[test]
+    fn a_config_edited_after_install_loses_only_the_entry() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let config = t.path().join("config.yaml");
+        std::fs::write(&config, "model:\n  default: x\n").expect("write");
+        let p = resolve_profile(Some(t.path()), None).expect("profile");
+        install(&p).expect("install");
+        let mut text = std::fs::read_to_string(&config).expect("read");
+        text.push_str("# edited by hand\n");
+        std::fs::write(&config, &text).expect("write");
+        uninstall(&p).expect("uninstall");
+        let after = std::fs::read_to_string(&config).expect("read");
+        assert!(!after.contains(PLUGIN_NAME) && after.contains("# edited by hand"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replace_keeps_mode_and_follows_symlinks() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().expect("tempdir");
+        let real = t.path().join("real.yaml");
+        std::fs::write(&real, "old").expect("write");
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let link = t.path().join("config.yaml");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        // A temporary file a killed process left behind.
+        std::fs::write(t.path().join(".real.yaml.skillidx-1.tmp"), "junk").expect("write");
+        replace_file(&link, b"new").expect("replace");
+        assert!(std::fs::symlink_metadata(&link)
+            .expect("stat")
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).expect("read"), "new");
+        let mode = std::fs::metadata(&real).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o7777, 0o640);
+        let names: Vec<_> = std::fs::read_dir(t.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 }
