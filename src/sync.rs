@@ -213,6 +213,12 @@ pub fn sync_profile(
     let wait = Instant::now();
     let txn = store.write()?;
     report.lock_wait_ms = wait.elapsed().as_secs_f64() * 1e3;
+    crate::failpoint::point(crate::failpoint::names::SYNC_IN_WRITE).map_err(|source| {
+        StoreError::Io {
+            path: store.path().to_owned(),
+            source,
+        }
+    })?;
     let mut apply = Apply::new(store, &tables, &txn, os, started_ns);
     if opts.rebuild {
         apply.clear()?;
