@@ -10,18 +10,26 @@
 //!   moved a damaged one aside, a backup was restored), the path is opened again and the
 //!   answers come from the new file. While the new file cannot be opened, the old handle
 //!   keeps answering and [`LiveStatus::open_error`] says why.
+//! - **A query never begins a transaction.** redb holds its header lock while a writer in
+//!   any process opens the file, commits or closes it, across `fsync`s, and `begin_read`
+//!   waits for it (tens of milliseconds on a busy disk). So queries answer from the latest
+//!   published read snapshot; a pump thread takes a new one when the file's stamp (mtime,
+//!   ctime, size) changes: within [`PUMP_PERIOD`], or at once when a query saw the change
+//!   (that query still answers from the last commit it has). The plugin's own sync, and an
+//!   explicit [`LiveIndex::sync`], publish a new snapshot before they count as done, so
+//!   their result is seen from the next query on.
 //! - **[`LiveIndex::refresh`] only checks and schedules.** It takes the cheap stat
 //!   signature of [`Freshness`] (and the TTL); when a sync is due it starts one on a
 //!   background thread and returns at once. It never syncs inline. The result is seen from
-//!   the next turn on: each query's read transaction sees the last commit.
+//!   the next turn on.
 //! - **At most one sync in flight per profile**: a flag in this process, and across
 //!   processes a `flock` try-lock on `<index>.sync-<profile>.lock` beside the index. A
 //!   second gateway on the same home that finds it held skips its sync (the other one's
 //!   commit is what it will read) and checks again a moment later.
-//! - **No turn waits on a lock.** The handle slot is locked only to clone an `Arc`; the
-//!   freshness state is taken with `try_lock`, so a turn that finds another thread
-//!   checking skips its own check; a sync in flight or backing off after a failure skips
-//!   the check altogether.
+//! - **No turn waits on a lock.** The handle and snapshot slots are locked only to clone an
+//!   `Arc`; the freshness state is taken with `try_lock`, so a turn that finds another
+//!   thread checking skips its own check; a sync in flight or backing off after a failure
+//!   skips the check altogether.
 //! - The background sync runs at a lower CPU priority (`nice` 10 for its thread and for
 //!   the threads of its own rayon pool), so on a small machine the turns get the cores
 //!   first. A failure is kept as [`LiveStatus::sync_error`] (cleared by the next success)
@@ -32,10 +40,10 @@
 //! or second open of the file, and its failure comes back as a typed error; the lowered
 //! priority and the sync's own short-lived write handle keep it out of the turns' way.
 
-use crate::bm25::{Explanation, Hit, SearchOptions};
+use crate::bm25::{Explanation, Hit, SearchOptions, Snapshot};
 use crate::freshness::{Freshness, DEFAULT_TTL};
 use crate::home::{Profile, Root};
-use crate::store::StoreError;
+use crate::store::{self, StoreError};
 use crate::sync::{SyncOptions, SyncReport};
 use crate::{Error, Index, ProfileStats, SkillEntry};
 use serde::Serialize;
@@ -72,34 +80,112 @@ impl Default for LiveOptions {
     }
 }
 
-/// A file's identity: device and inode.
+/// What a `stat` of the index file says: its identity (device, inode) and whether it was
+/// written to (modification and change time, size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
+struct Stamp {
     dev: u64,
     ino: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+    size: u64,
 }
 
-fn file_id(path: &Path) -> Option<FileId> {
-    let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some(FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        })
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Some(Stamp {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+                ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+                size: meta.len(),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let mtime_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i64);
+            Some(Stamp {
+                dev: 0,
+                ino: 0,
+                mtime_ns,
+                ctime_ns: 0,
+                size: meta.len(),
+            })
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        Some(FileId { dev: 0, ino: 0 })
+
+    fn same_file(&self, other: &Stamp) -> bool {
+        (self.dev, self.ino) == (other.dev, other.ino)
     }
 }
 
-/// An open read-only handle and the identity the path had when it was opened.
+/// A write this close to a stat (or after it) may leave the modification time unchanged
+/// at a coarse clock's resolution, so a snapshot taken then is taken again later.
+const RACY_NS: i64 = 100_000_000;
+
+/// A read transaction the turns answer from, and the file's stamp just before it began.
+struct View {
+    txn: redb::ReadTransaction,
+    stamp: Option<Stamp>,
+    /// The stamp is old enough that any later write changes it.
+    settled: bool,
+}
+
+impl View {
+    /// Whether this view still shows the last commit of the file that `now` describes.
+    fn current(&self, now: Option<Stamp>) -> bool {
+        self.settled && self.stamp == now
+    }
+}
+
+/// An open read-only handle, the identity the path had when it was opened, and the latest
+/// read snapshot of it.
 struct Opened {
     index: Index,
-    id: Option<FileId>,
+    id: Option<Stamp>,
+    view: Mutex<Option<Arc<View>>>,
+}
+
+impl Opened {
+    fn view(&self) -> Option<Arc<View>> {
+        self.view
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Begins a read transaction and publishes it. This is the one call on the query path
+    /// that can wait (redb holds its header lock while a writer opens, commits or closes),
+    /// so only the pump, a sync and the first query of a handle make it.
+    fn take_view(&self, db: &Path) -> Result<Arc<View>, Error> {
+        let stamp = Stamp::of(db);
+        let now_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        let txn = store::contain(self.index.store().path(), || self.index.store().read())?;
+        let settled = stamp.is_some_and(|s| now_ns - s.mtime_ns.max(s.ctime_ns) > RACY_NS);
+        let view = Arc::new(View {
+            txn,
+            stamp,
+            settled,
+        });
+        let old = self
+            .view
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(Arc::clone(&view));
+        // Dropped here, in the thread that took the new one, not in a turn's.
+        drop(old);
+        Ok(view)
+    }
 }
 
 /// The last background sync that completed.
@@ -135,6 +221,8 @@ pub struct LiveStatus {
     pub open_error: Option<String>,
     /// How many times the file was found replaced and opened again.
     pub reopened: u64,
+    /// How many read snapshots the pump has taken (each after another commit).
+    pub snapshots: u64,
     /// The last successful background sync.
     pub last_sync: Option<LastSync>,
 }
@@ -146,35 +234,206 @@ struct State {
     retry_at: Option<Instant>,
 }
 
-#[derive(Default)]
-struct Shared {
-    state: Mutex<State>,
-    idle: Condvar,
+/// Wakes the snapshot pump: at once when a query saw the file change, else every
+/// [`PUMP_PERIOD`].
+struct Pump {
+    started: std::sync::Once,
+    nudged: Mutex<bool>,
+    wake: Condvar,
+    stop: std::sync::atomic::AtomicBool,
 }
 
-impl Shared {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+impl Default for Pump {
+    fn default() -> Self {
+        Pump {
+            started: std::sync::Once::new(),
+            nudged: Mutex::new(false),
+            wake: Condvar::new(),
+            stop: std::sync::atomic::AtomicBool::new(false),
+        }
     }
+}
+
+/// How often the pump looks at the index file's stamp.
+pub const PUMP_PERIOD: Duration = Duration::from_millis(20);
+
+/// Everything a [`LiveIndex`] shares with its background sync and its snapshot pump.
+struct Inner {
+    db: PathBuf,
+    profile: Profile,
+    opts: LiveOptions,
+    handle: Mutex<Option<Arc<Opened>>>,
+    freshness: Mutex<Freshness>,
+    state: Mutex<State>,
+    idle: Condvar,
+    pump: Pump,
 }
 
 /// One profile's index in a long-running process: read-only queries that follow the file,
 /// syncs in the background. Safe to share between threads. See the module docs.
 pub struct LiveIndex {
-    db: PathBuf,
-    profile: Profile,
-    opts: LiveOptions,
-    handle: Mutex<Option<Arc<Opened>>>,
-    freshness: Arc<Mutex<Freshness>>,
-    shared: Arc<Shared>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for LiveIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveIndex")
-            .field("db", &self.db)
-            .field("profile", &self.profile)
+            .field("db", &self.inner.db)
+            .field("profile", &self.inner.profile)
             .finish()
+    }
+}
+
+impl Drop for LiveIndex {
+    fn drop(&mut self) {
+        let pump = &self.inner.pump;
+        pump.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        pump.wake.notify_all();
+    }
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Option<Arc<Opened>>> {
+        self.handle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The handle to answer from, and the file's stamp now: the open handle while the path
+    /// still names its file, else the file at the path opened again. One `stat` when
+    /// nothing changed.
+    fn current(&self) -> Result<(Arc<Opened>, Option<Stamp>), Error> {
+        let stamp = Stamp::of(&self.db);
+        let held = self.slot().clone();
+        if let Some(h) = &held {
+            // Same file, or no file at all: a missing file is recreated by the next
+            // sync, and until then the last commit we hold is the best answer.
+            let same = match (&stamp, &h.id) {
+                (None, _) => true,
+                (Some(now), Some(then)) => now.same_file(then),
+                (Some(_), None) => false,
+            };
+            if same {
+                return Ok((Arc::clone(h), stamp));
+            }
+        }
+        // Record the identity seen *before* opening: if the file is replaced again while
+        // it opens, the next query sees a mismatch and opens once more.
+        match Index::open(&self.db) {
+            Ok(index) => {
+                let opened = Arc::new(Opened {
+                    index,
+                    id: stamp,
+                    view: Mutex::new(None),
+                });
+                *self.slot() = Some(Arc::clone(&opened));
+                let mut st = self.state();
+                if held.is_some() {
+                    st.status.reopened += 1;
+                }
+                st.status.open_error = None;
+                Ok((opened, stamp))
+            }
+            Err(e) => match held {
+                Some(h) => {
+                    self.state().status.open_error = Some(e.to_string());
+                    Ok((h, stamp))
+                }
+                None => Err(e),
+            },
+        }
+    }
+
+    /// Runs `f` on the latest read snapshot without waiting for one: when the file changed
+    /// since it was taken, the pump is woken to take a new one and this query still
+    /// answers from the last commit it has. Only a handle's first query begins a
+    /// transaction itself.
+    fn with_view<T>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&crate::store::Store, &redb::ReadTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, Error> {
+        let (h, stamp) = self.current()?;
+        self.start_pump();
+        let view = match h.view() {
+            Some(v) => {
+                if !v.current(stamp) {
+                    self.nudge();
+                }
+                v
+            }
+            None => h.take_view(&self.db)?,
+        };
+        let store = h.index.store();
+        store::contain(store.path(), || f(store, &view.txn)).map_err(Error::from)
+    }
+
+    /// Takes a new snapshot of the current handle when the file changed since the last
+    /// one (or always, with `force`). For the pump and for syncs, never for turns.
+    fn publish(&self, force: bool) {
+        let Some(h) = self.slot().clone() else {
+            return;
+        };
+        let stamp = Stamp::of(&self.db);
+        if let (Some(now), Some(id)) = (&stamp, &h.id) {
+            if !now.same_file(id) {
+                return; // replaced: the next query opens the new file
+            }
+        }
+        if !force && h.view().is_some_and(|v| v.current(stamp)) {
+            return;
+        }
+        if h.take_view(&self.db).is_ok() {
+            self.state().status.snapshots += 1;
+        }
+    }
+
+    fn nudge(&self) {
+        *self
+            .pump
+            .nudged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = true;
+        self.pump.wake.notify_one();
+    }
+
+    fn start_pump(self: &Arc<Self>) {
+        self.pump.started.call_once(|| {
+            let weak = Arc::downgrade(self);
+            // Without the thread the queries still answer, from the snapshot they have.
+            let _ = std::thread::Builder::new()
+                .name("skillidx-snapshots".into())
+                .spawn(move || pump(weak));
+        });
+    }
+}
+
+/// The snapshot pump: keeps the published read transaction at the last commit, so that
+/// no query waits in redb's `begin_read` while another process's writer holds the header.
+fn pump(weak: std::sync::Weak<Inner>) {
+    use std::sync::atomic::Ordering;
+    loop {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        if inner.pump.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        inner.publish(false);
+        let nudged = inner
+            .pump
+            .nudged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (mut nudged, _) = inner
+            .pump
+            .wake
+            .wait_timeout_while(nudged, PUMP_PERIOD, |n| {
+                !*n && !inner.pump.stop.load(Ordering::Relaxed)
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+        *nudged = false;
     }
 }
 
@@ -197,90 +456,54 @@ impl LiveIndex {
     /// Opens `db` read-only for `profile`. A missing file is fine (the first sync creates
     /// it) unless `opts.readonly`; any other problem with the file is an error.
     pub fn new(profile: Profile, db: PathBuf, opts: LiveOptions) -> Result<LiveIndex, Error> {
-        let live = LiveIndex {
-            freshness: Arc::new(Mutex::new(Freshness::with_ttl(&profile.home, opts.ttl))),
+        let inner = Arc::new(Inner {
+            freshness: Mutex::new(Freshness::with_ttl(&profile.home, opts.ttl)),
             db,
             profile,
             opts,
             handle: Mutex::new(None),
-            shared: Arc::default(),
-        };
-        match live.current() {
+            state: Mutex::default(),
+            idle: Condvar::new(),
+            pump: Pump::default(),
+        });
+        match inner.current() {
             Ok(_) => {}
             Err(Error::Store(StoreError::Missing(_))) if !opts.readonly => {}
             Err(e) => return Err(e),
         }
-        Ok(live)
+        Ok(LiveIndex { inner })
     }
 
     /// The profile.
     pub fn profile(&self) -> &Profile {
-        &self.profile
+        &self.inner.profile
     }
 
     /// The index file.
     pub fn db(&self) -> &Path {
-        &self.db
+        &self.inner.db
     }
 
     /// The options.
     pub fn options(&self) -> LiveOptions {
-        self.opts
-    }
-
-    fn slot(&self) -> MutexGuard<'_, Option<Arc<Opened>>> {
-        self.handle.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The handle to answer from: the open one while the path still names its file, else
-    /// the file at the path opened again (one `stat` when nothing changed).
-    fn current(&self) -> Result<Arc<Opened>, Error> {
-        let id = file_id(&self.db);
-        let held = self.slot().clone();
-        if let Some(h) = &held {
-            // Same file, or no file at all: a missing file is recreated by the next
-            // sync, and until then the last commit we hold is the best answer.
-            if id.is_none() || h.id == id {
-                return Ok(h.clone());
-            }
-        }
-        // Record the identity seen *before* opening: if the file is replaced again while
-        // it opens, the next query sees a mismatch and opens once more.
-        match Index::open(&self.db) {
-            Ok(index) => {
-                let opened = Arc::new(Opened { index, id });
-                *self.slot() = Some(opened.clone());
-                let mut st = self.shared.state();
-                if held.is_some() {
-                    st.status.reopened += 1;
-                }
-                st.status.open_error = None;
-                Ok(opened)
-            }
-            Err(e) => match held {
-                Some(h) => {
-                    self.shared.state().status.open_error = Some(e.to_string());
-                    Ok(h)
-                }
-                None => Err(e),
-            },
-        }
+        self.inner.opts
     }
 
     /// Per-turn freshness: checks the cheap stat signature (and the TTL) and, when a sync
     /// is due, starts one in the background. Never syncs inline and never waits; returns
     /// whether it started a sync.
     pub fn refresh(&self) -> bool {
-        if self.opts.readonly {
+        let inner = &self.inner;
+        if inner.opts.readonly {
             return false;
         }
         {
-            let st = self.shared.state();
+            let st = inner.state();
             if st.status.syncing || st.retry_at.is_some_and(|t| Instant::now() < t) {
                 return false;
             }
         }
-        let mut fresh = match self.freshness.try_lock() {
+        let mut fresh = match inner.freshness.try_lock() {
             Ok(f) => f,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             // Another thread is checking right now and will schedule what is due.
@@ -288,38 +511,35 @@ impl LiveIndex {
         };
         let due = fresh.check();
         drop(fresh);
-        if !due.stale && self.db.exists() {
+        if !due.stale && inner.db.exists() {
             return false;
         }
         self.schedule(due.signature)
     }
 
     fn schedule(&self, signature: u64) -> bool {
+        let inner = &self.inner;
         {
-            let mut st = self.shared.state();
+            let mut st = inner.state();
             if st.status.syncing {
                 return false;
             }
             st.status.syncing = true;
         }
         let job = Job {
-            db: self.db.clone(),
-            profile: self.profile.clone(),
-            ttl: self.opts.ttl,
-            freshness: Arc::clone(&self.freshness),
-            shared: Arc::clone(&self.shared),
+            inner: Arc::clone(inner),
             signature,
         };
         let spawned = std::thread::Builder::new()
             .name("skillidx-sync".into())
             .spawn(move || job.run());
         if let Err(e) = spawned {
-            let mut st = self.shared.state();
+            let mut st = inner.state();
             st.status.syncing = false;
             st.status.failures += 1;
             st.status.sync_error = Some(format!("cannot start a background sync: {e}"));
-            st.retry_at = Some(Instant::now() + FAILURE_RETRY.min(self.opts.ttl));
-            self.shared.idle.notify_all();
+            st.retry_at = Some(Instant::now() + FAILURE_RETRY.min(inner.opts.ttl));
+            inner.idle.notify_all();
             return false;
         }
         true
@@ -327,9 +547,11 @@ impl LiveIndex {
 
     /// Syncs now, in the calling thread (for an explicit `sync`, not for turns): opens the
     /// file for writing only if there is something to commit. `rebuild` builds the
-    /// profile's index again, moving a damaged file aside first.
+    /// profile's index again, moving a damaged file aside first. The next query sees the
+    /// result.
     pub fn sync(&self, rebuild: bool) -> Result<SyncReport, Error> {
-        let signature = self
+        let inner = &self.inner;
+        let signature = inner
             .freshness
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -341,15 +563,20 @@ impl LiveIndex {
             ..Default::default()
         };
         let index = if rebuild {
-            Index::open_for_rebuild(&self.db)?.0
+            Index::open_for_rebuild(&inner.db)?.0
         } else {
-            Index::open_for_sync(&self.db)?
+            Index::open_for_sync(&inner.db)?
         };
-        let report = index.sync(&self.profile, &opts)?;
-        self.freshness
+        let report = index.sync(&inner.profile, &opts)?;
+        drop(index);
+        inner
+            .freshness
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .mark_synced_as(signature, started);
+        // A file created or replaced is opened by the next query; one written is read
+        // from a new snapshot.
+        inner.publish(true);
         Ok(report)
     }
 
@@ -357,12 +584,12 @@ impl LiveIndex {
     /// file or the profile is not in it yet, and returns the report; otherwise starts a
     /// background sync when one is due and returns `None`.
     pub fn prepare(&self) -> Result<Option<SyncReport>, Error> {
-        let built = match self.current() {
-            Ok(h) => h.index.profiles()?.contains(&self.profile.name),
+        let built = match self.inner.current() {
+            Ok((h, _)) => h.index.profiles()?.contains(&self.inner.profile.name),
             Err(Error::Store(StoreError::Missing(_))) => false,
             Err(e) => return Err(e),
         };
-        if built || self.opts.readonly {
+        if built || self.inner.opts.readonly {
             self.refresh();
             return Ok(None);
         }
@@ -372,24 +599,18 @@ impl LiveIndex {
     /// Waits until no background sync is running, at most `timeout` (`None`: no limit);
     /// returns whether none is. For tests, benchmarks and shutdown, never for turns.
     pub fn wait(&self, timeout: Option<Duration>) -> bool {
+        let inner = &self.inner;
         let deadline = timeout.map(|t| Instant::now() + t);
-        let mut st = self.shared.state();
+        let mut st = inner.state();
         while st.status.syncing {
             match deadline {
-                None => {
-                    st = self
-                        .shared
-                        .idle
-                        .wait(st)
-                        .unwrap_or_else(PoisonError::into_inner)
-                }
+                None => st = inner.idle.wait(st).unwrap_or_else(PoisonError::into_inner),
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return false;
                     }
-                    st = self
-                        .shared
+                    st = inner
                         .idle
                         .wait_timeout(st, left)
                         .unwrap_or_else(PoisonError::into_inner)
@@ -402,46 +623,47 @@ impl LiveIndex {
 
     /// What the background syncs and the handle have been doing.
     pub fn status(&self) -> LiveStatus {
-        self.shared.state().status.clone()
+        self.inner.state().status.clone()
     }
 
-    /// The top hits for `query`.
+    /// The top hits for `query`, from the latest snapshot (never waiting for one).
     pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Vec<Hit>, Error> {
-        self.current()?
-            .index
-            .search(&self.profile.name, query, opts)
+        let profile = &self.inner.profile.name;
+        self.inner
+            .with_view(|store, txn| Snapshot::open(store, txn, profile)?.search(query, opts))
     }
 
-    /// Why `skill` scores what it does for `query`.
+    /// Why `skill` scores what it does for `query`, from the latest snapshot.
     pub fn explain(
         &self,
         query: &str,
         skill: &str,
         opts: &SearchOptions,
     ) -> Result<Option<Explanation>, Error> {
-        self.current()?
-            .index
-            .explain(&self.profile.name, query, skill, opts)
+        let profile = &self.inner.profile.name;
+        self.inner.with_view(|store, txn| {
+            Snapshot::open(store, txn, profile)?.explain(query, skill, opts)
+        })
     }
 
-    /// The profile's figures.
+    /// The profile's figures (a fresh read transaction: not for turns).
     pub fn stats(&self) -> Result<ProfileStats, Error> {
-        self.current()?.index.stats(&self.profile.name)
+        self.inner
+            .current()?
+            .0
+            .index
+            .stats(&self.inner.profile.name)
     }
 
-    /// Every indexed skill of the profile.
+    /// Every indexed skill of the profile (a fresh read transaction: not for turns).
     pub fn list(&self) -> Result<Vec<SkillEntry>, Error> {
-        self.current()?.index.list(&self.profile.name)
+        self.inner.current()?.0.index.list(&self.inner.profile.name)
     }
 }
 
 /// One background sync.
 struct Job {
-    db: PathBuf,
-    profile: Profile,
-    ttl: Duration,
-    freshness: Arc<Mutex<Freshness>>,
-    shared: Arc<Shared>,
+    inner: Arc<Inner>,
     signature: u64,
 }
 
@@ -454,11 +676,12 @@ enum Outcome {
 impl Job {
     fn run(self) {
         lower_priority();
+        let inner = &self.inner;
         let started = Instant::now();
         let started_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let outcome = match SyncLock::try_acquire(&self.db, &self.profile.name) {
+        let outcome = match SyncLock::try_acquire(&inner.db, &inner.profile.name) {
             SyncLock::Busy => Outcome::Busy,
             lock => {
                 let outcome = self.sync();
@@ -466,13 +689,19 @@ impl Job {
                 outcome
             }
         };
-        let mut st = self.shared.state();
+        if let Outcome::Synced(report) = &outcome {
+            // Before the sync counts as done: the next turn answers from what it committed
+            // (or from what another process committed meanwhile).
+            inner.publish(report.committed);
+            inner
+                .freshness
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .mark_synced_as(self.signature, started);
+        }
+        let mut st = inner.state();
         match outcome {
             Outcome::Synced(report) => {
-                self.freshness
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .mark_synced_as(self.signature, started);
                 st.status.syncs += 1;
                 st.status.sync_error = None;
                 st.status.last_sync = Some(LastSync {
@@ -486,22 +715,23 @@ impl Job {
             }
             Outcome::Busy => {
                 st.status.busy += 1;
-                st.retry_at = Some(Instant::now() + BUSY_RETRY.min(self.ttl));
+                st.retry_at = Some(Instant::now() + BUSY_RETRY.min(inner.opts.ttl));
             }
             Outcome::Failed(message) => {
                 st.status.failures += 1;
                 st.status.sync_error = Some(message);
-                st.retry_at = Some(Instant::now() + FAILURE_RETRY.min(self.ttl));
+                st.retry_at = Some(Instant::now() + FAILURE_RETRY.min(inner.opts.ttl));
             }
         }
         st.status.syncing = false;
         drop(st);
-        self.shared.idle.notify_all();
+        inner.idle.notify_all();
     }
 
     fn sync(&self) -> Outcome {
+        let (db, profile) = (&self.inner.db, &self.inner.profile);
         let work = || -> Result<SyncReport, Error> {
-            Index::open_for_sync(&self.db)?.sync(&self.profile, &SyncOptions::default())
+            Index::open_for_sync(db)?.sync(profile, &SyncOptions::default())
         };
         let result = catch_unwind(AssertUnwindSafe(|| match pool() {
             Some(pool) => pool.install(work),
@@ -665,6 +895,31 @@ mod tests {
         assert!(st.last_sync.is_some_and(|s| s.committed && s.active == 2));
         assert_eq!(top(&l, "gamma").as_deref(), Some("gamma delta"));
         assert!(!l.refresh());
+    }
+
+    #[test]
+    fn another_writers_commit_reaches_the_queries_through_the_pump() {
+        let t = tempfile::tempdir().expect("tempdir");
+        skill(t.path(), "a/x", "x-skill", "alpha beta");
+        let l = live(t.path(), Duration::from_secs(3600));
+        l.prepare().expect("prepare");
+        assert_eq!(top(&l, "alpha").as_deref(), Some("alpha beta"));
+        // Another writer (as a cron sync would) commits an edit; this index never syncs.
+        skill(t.path(), "a/x", "x-skill", "alpha edited");
+        let r = Index::open_for_sync(l.db())
+            .and_then(|i| i.sync(l.profile(), &SyncOptions::default()))
+            .expect("sync");
+        assert!(r.committed);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while top(&l, "alpha").as_deref() != Some("alpha edited") {
+            assert!(
+                Instant::now() < deadline,
+                "the commit never reached the queries"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let st = l.status();
+        assert!(st.snapshots >= 1 && st.syncs == 0, "{st:?}");
     }
 
     #[test]

@@ -129,12 +129,12 @@ def test_a_turn_during_another_process_sync_answers_from_the_last_commit(
         (pause / f"{SYNC_IN_WRITE}.go").touch()
     out, err = cron.communicate(timeout=120)
     assert cron.returncode == 0, err
-    # The other process committed: the next turn sees the new skill.
-    t = turn(plugin)
-    assert not t["waited"] and "zebra-telescope" in injected(t["result"])
+    # Both syncs are done: the turn after them sees the new skill.
     assert index.wait(60)
     status = index.status()
     assert status["sync_error"] is None and status["syncs"] >= 1, status
+    t = turn(plugin)
+    assert not t["waited"] and "zebra-telescope" in injected(t["result"])
 
 
 def test_a_turn_during_the_plugins_own_paused_sync_never_waits(
