@@ -190,7 +190,7 @@ pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> 
             earlier.push(h.id.as_str());
             continue;
         }
-        let desc = truncate_description(&safety::inline(&h.description));
+        let desc = truncate_description(&inline_cached(&h.description));
         let mut line = format!("- **{}** ({})", h.id, location_label(h));
         if !desc.is_empty() {
             line.push_str(": ");
@@ -203,6 +203,34 @@ pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> 
     }
     Some(lines.join("\n"))
 }
+
+/// [`safety::inline`], remembered: it scans every injection pattern over the whole text
+/// (about 80 µs for a 900-character description, most of a turn's cost), and a gateway
+/// describes the same few skills turn after turn. The function is pure, so a remembered
+/// result is the result; the memory is cleared when it holds [`INLINE_MEMORY`] texts. The
+/// lock is held for one lookup or insert.
+fn inline_cached(text: &str) -> String {
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static MEMORY: OnceLock<Mutex<rustc_hash::FxHashMap<String, String>>> = OnceLock::new();
+    let memory = MEMORY.get_or_init(Default::default);
+    if let Some(done) = memory
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(text)
+    {
+        return done.clone();
+    }
+    let done = safety::inline(text);
+    let mut m = memory.lock().unwrap_or_else(PoisonError::into_inner);
+    if m.len() >= INLINE_MEMORY {
+        m.clear();
+    }
+    m.insert(text.to_owned(), done.clone());
+    done
+}
+
+/// How many sanitised descriptions [`inline_cached`] keeps.
+const INLINE_MEMORY: usize = 4096;
 
 /// The start of the line naming hits described by an earlier turn.
 pub const EARLIER_PREFIX: &str = "Also relevant (described earlier in this conversation): ";
@@ -358,6 +386,15 @@ mod tests {
             assert!(!lines[3].contains(bad), "{bad} in {block}");
         }
         assert_eq!(injected_ids(&block), ["good", "evil"]);
+        // Remembered sanitising gives the same block.
+        assert_eq!(
+            format_retrieved_block(&hits, &[]).unwrap_or_default(),
+            block
+        );
+        assert_eq!(
+            inline_cached(&hits[0].description),
+            safety::inline(&hits[0].description)
+        );
         // Only hostile ids: nothing to inject.
         assert_eq!(format_retrieved_block(&hits[1..3], &[]), None);
     }
