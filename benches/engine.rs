@@ -14,9 +14,9 @@
 //! Run: `cargo bench --bench engine`.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use skillidx::bm25::SearchOptions;
 use skillidx::freshness::Freshness;
 use skillidx::home::Root;
+use skillidx::search::SearchOptions;
 use skillidx::skill::{self, Location, Origin};
 use skillidx::sync::SyncOptions;
 use skillidx::Index;

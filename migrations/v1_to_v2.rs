@@ -9,9 +9,11 @@
 //! replaces the approximation with the exact analysis. Until then the index answers, with
 //! nearly the new terms: it is never empty.
 
-use crate::fields::{Field, FieldStats, FIELD_COUNT};
+use super::schema_v2::{
+    CorpusStats, DocBody, DocHead, FieldStats, ManifestEntry, TermEntry, FIELD_COUNT,
+};
+use crate::fields::Field;
 use crate::postings::{self, Posting};
-use crate::store::records::{CorpusStats, DocBody, DocHead, ManifestEntry, TermEntry};
 use crate::store::{decode, encode, ProfileTables, Result, Store, PROFILES};
 use crate::tokenize::analyze;
 use redb::{ReadableTable, WriteTransaction};

@@ -2,8 +2,8 @@
 //!
 //! Lives in the library so the Python package's `skillidx` command runs the very same code.
 
-use crate::bm25::{Params, Ranking, SearchOptions};
 use crate::home::{Profile, Root};
+use crate::search::{Params, Ranking, SearchOptions};
 use crate::sync::{SyncOptions, SyncReport};
 use crate::Index;
 use anyhow::{bail, Context, Result};
@@ -115,6 +115,15 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Keep the index in step with the skills while running: sync every profile, then sync
+    /// a profile again whenever its skills or config change (inotify, debounced).
+    Watch {
+        /// Wait this long after the last change before syncing.
+        #[arg(long, default_value_t = 500)]
+        debounce_ms: u64,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Install or remove the `skill-retrieval` Hermes plugin in a profile.
     Hermes {
         #[command(subcommand)]
@@ -189,10 +198,21 @@ struct Context_ {
     db: PathBuf,
 }
 
-fn context(common: &Common) -> Context_ {
-    let root = Root::locate(common.home.as_deref());
+fn context(common: &Common) -> Result<Context_> {
+    let root = Root::locate(common.home.as_deref())?;
     let db = common.db.clone().unwrap_or_else(|| root.default_db_path());
-    Context_ { root, db }
+    Ok(Context_ { root, db })
+}
+
+/// For the commands that query: the context, the index opened for reading, and the
+/// profile, checked to exist in the home and in the index.
+fn open_query(common: &Common) -> Result<(Context_, Index, Profile)> {
+    let ctx = context(common)?;
+    let profile = ctx.root.profile(&profile_name(common, &ctx))?;
+    let index = Index::open(&ctx.db)?;
+    index.ensure_home(&ctx.root.path)?;
+    index.ensure_profile(&profile.name)?;
+    Ok((ctx, index, profile))
 }
 
 fn profile_name(common: &Common, ctx: &Context_) -> String {
@@ -217,9 +237,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bm25,
             common,
         } => {
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = profile_name(&common, &ctx);
+            let (_, index, profile) = open_query(&common)?;
+            let profile = profile.name;
             if batch {
                 return search_batch(&index, &profile, bm25);
             }
@@ -254,9 +273,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bm25,
             common,
         } => {
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = profile_name(&common, &ctx);
+            let (_, index, profile) = open_query(&common)?;
+            let profile = profile.name;
             let opts = SearchOptions {
                 k: 6,
                 platform,
@@ -316,13 +334,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             without,
             common,
         } => {
-            let mut ingredients = crate::bm25::Ingredients::default();
+            let mut ingredients = crate::search::Ingredients::default();
             for name in &without {
                 ingredients = ingredients.without(name).map_err(anyhow::Error::msg)?;
             }
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = ctx.root.profile(&profile_name(&common, &ctx))?;
+            let (_, index, profile) = open_query(&common)?;
             let queries = crate::eval::load(&queries)?;
             let skills = profile.home.join("skills");
             let reports = ranking
@@ -367,10 +383,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats { common } => {
-            let ctx = context(&common);
+            let ctx = context(&common)?;
             let index = Index::open(&ctx.db)?;
+            index.ensure_home(&ctx.root.path)?;
             let names = match &common.profile {
-                Some(p) => vec![p.clone()],
+                Some(p) => {
+                    ctx.root.profile(p)?;
+                    index.ensure_profile(p)?;
+                    vec![p.clone()]
+                }
                 None => index.profiles()?,
             };
             let all: Vec<_> = names
@@ -397,11 +418,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Hermes { action } => hermes(action),
+        Command::Watch {
+            debounce_ms,
+            common,
+        } => watch(&common, debounce_ms),
         Command::List { common } => {
-            let ctx = context(&common);
-            let index = Index::open(&ctx.db)?;
-            let profile = profile_name(&common, &ctx);
-            let list = index.list(&profile)?;
+            let (_, index, profile) = open_query(&common)?;
+            let list = index.list(&profile.name)?;
             if common.json {
                 println!("{}", serde_json::to_string_pretty(&list)?);
                 return Ok(ExitCode::SUCCESS);
@@ -473,7 +496,7 @@ fn hermes(action: HermesAction) -> Result<ExitCode> {
 }
 
 fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> {
-    let ctx = context(common);
+    let ctx = context(common)?;
     let profiles: Vec<Profile> = if all_profiles {
         ctx.root.profiles()
     } else {
@@ -524,9 +547,64 @@ fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> 
         }
         reports.push(report);
     }
+    if all_profiles {
+        for name in index.profiles()? {
+            if profiles.iter().all(|p| p.name != name) {
+                index
+                    .drop_profile(&name)
+                    .with_context(|| format!("dropping profile {name}"))?;
+                eprintln!(
+                    "skillidx: profile {name}: its folder is gone; dropped it from the index"
+                );
+            }
+        }
+    }
     if common.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn watch(common: &Common, debounce_ms: u64) -> Result<ExitCode> {
+    use crate::watch::WatchEvent;
+    let ctx = context(common)?;
+    let json = common.json;
+    let report = |event: WatchEvent| {
+        match event {
+            WatchEvent::Ready { watched } if json => {
+                println!(
+                    "{}",
+                    serde_json::json!({ "ready": true, "watched": watched })
+                )
+            }
+            WatchEvent::Ready { watched } => {
+                eprintln!(
+                    "skillidx: watching {watched} folders of {}",
+                    ctx.root.path.display()
+                )
+            }
+            WatchEvent::Synced(Ok(r)) if json => match serde_json::to_string(&r) {
+                Ok(line) => println!("{line}"),
+                Err(e) => eprintln!("skillidx: {e}"),
+            },
+            WatchEvent::Synced(Ok(r)) => print_report(&r),
+            WatchEvent::Synced(Err(e)) => eprintln!("skillidx: sync failed: {e}"),
+            WatchEvent::Dropped(name) if json => {
+                println!("{}", serde_json::json!({ "dropped": name }))
+            }
+            WatchEvent::Dropped(name) => {
+                eprintln!("skillidx: profile {name}: its folder is gone; dropped it from the index")
+            }
+        }
+        let _ = std::io::stdout().flush();
+    };
+    crate::watch::watch(
+        &ctx.root,
+        &ctx.db,
+        std::time::Duration::from_millis(debounce_ms.max(10)),
+        report,
+        || false,
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -555,6 +633,8 @@ fn print_report(r: &SyncReport) {
 fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<ExitCode> {
     #[derive(serde::Deserialize)]
     struct Request {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
         query: String,
         #[serde(default)]
         k: Option<usize>,
@@ -574,7 +654,7 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
         if line.trim().is_empty() {
             continue;
         }
-        let answer = match serde_json::from_str::<Request>(&line) {
+        let mut answer = match serde_json::from_str::<Request>(&line) {
             Ok(req) => {
                 let opts = SearchOptions {
                     k: req.k.unwrap_or(6),
@@ -585,13 +665,29 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
                     ..Default::default()
                 };
                 let profile = req.profile.as_deref().unwrap_or(default_profile);
-                match index.search(profile, &req.query, &opts) {
+                let hits = index
+                    .ensure_profile(profile)
+                    .and_then(|()| index.search(profile, &req.query, &opts));
+                let mut answer = match hits {
                     Ok(hits) => serde_json::json!({ "hits": hits }),
                     Err(e) => serde_json::json!({ "error": e.to_string() }),
+                };
+                if let Some(id) = req.id {
+                    answer["id"] = id;
                 }
+                answer
             }
             Err(e) => serde_json::json!({ "error": format!("line {}: {e}", n + 1) }),
         };
+        // A request that did not parse may still carry an id worth echoing.
+        if answer.get("id").is_none() {
+            if let Some(id) = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+            {
+                answer["id"] = id;
+            }
+        }
         writeln!(out, "{answer}")?;
         out.flush()?;
     }

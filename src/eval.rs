@@ -6,7 +6,7 @@
 //! no relevant skill (chit-chat, off-topic) should retrieve nothing; for those the harness
 //! counts how many skills would be injected.
 
-use crate::bm25::{Ingredients, Ranking, SearchOptions};
+use crate::search::{Ingredients, Ranking, SearchOptions};
 use crate::Index;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};

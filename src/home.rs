@@ -35,6 +35,27 @@ pub struct Profile {
     pub name: String,
     /// The profile's home directory (holding `config.yaml`, `skills/`, `plugins/`).
     pub home: PathBuf,
+    /// The root home it belongs to (the index records it, to refuse another home).
+    pub root: PathBuf,
+}
+
+/// A Hermes home that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum HomeError {
+    /// Nothing at that path.
+    #[error("no Hermes home at {0}: the folder does not exist (give --home, or set HERMES_HOME)")]
+    Missing(PathBuf),
+    /// A folder, but not a Hermes home.
+    #[error("{0} is not a Hermes home: it has neither a skills/ folder nor a config.yaml")]
+    NotAHome(PathBuf),
+    /// The path could not be resolved.
+    #[error("cannot use the Hermes home {path}: {source}")]
+    Io {
+        /// The home.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
 }
 
 /// A profile that does not exist or cannot exist.
@@ -43,19 +64,22 @@ pub enum ProfileError {
     /// The name breaks Hermes' profile name rule.
     #[error("invalid profile name {0:?}: profile names match ^[a-z0-9][a-z0-9_-]{{0,63}}$")]
     InvalidName(String),
-    /// No such profile directory.
-    #[error("no profile {name:?}: {path} is not a directory")]
-    Missing {
+    /// No such profile in the home.
+    #[error("no profile {name:?} in {root} (profiles: {})", known.join(", "))]
+    Unknown {
         /// The profile name.
         name: String,
-        /// Where it would be.
-        path: PathBuf,
+        /// The root home.
+        root: PathBuf,
+        /// The profiles that exist.
+        known: Vec<String>,
     },
 }
 
 impl Root {
-    /// The root for an explicit `--home`, or else `HERMES_HOME`, or else `~/.hermes`.
-    pub fn locate(explicit: Option<&Path>) -> Root {
+    /// The root for an explicit `--home`, or else `HERMES_HOME`, or else `~/.hermes`,
+    /// resolved as [`Root::open`] does.
+    pub fn locate(explicit: Option<&Path>) -> Result<Root, HomeError> {
         let home = explicit.map(Path::to_path_buf).or_else(|| {
             std::env::var_os("HERMES_HOME")
                 .filter(|v| !v.is_empty())
@@ -67,10 +91,32 @@ impl Root {
                 .unwrap_or_default()
                 .join(".hermes")
         });
-        Self::from_home(&home)
+        Self::open(&home)
+    }
+
+    /// The root of the existing Hermes home `home`, in canonical form (absolute, links
+    /// resolved), so that `~/.hermes` and `.hermes` from `~` are one home with one set of
+    /// stored paths. Refuses a path that does not exist or is not a Hermes home (neither
+    /// `skills/` nor `config.yaml`); nothing is created.
+    pub fn open(home: &Path) -> Result<Root, HomeError> {
+        let canonical = std::fs::canonicalize(home).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                HomeError::Missing(home.to_owned())
+            } else {
+                HomeError::Io {
+                    path: home.to_owned(),
+                    source,
+                }
+            }
+        })?;
+        if !canonical.join("skills").is_dir() && !canonical.join("config.yaml").is_file() {
+            return Err(HomeError::NotAHome(canonical));
+        }
+        Ok(Self::from_home(&canonical))
     }
 
     /// The root that `home` belongs to: itself, or its grandparent for `…/profiles/<name>`.
+    /// Takes the path as given; [`Root::open`] resolves it first.
     pub fn from_home(home: &Path) -> Root {
         let parent = home.parent();
         let in_profiles = parent
@@ -119,14 +165,16 @@ impl Root {
         }
         let home = self.profile_home(name);
         if name != DEFAULT_PROFILE && !home.is_dir() {
-            return Err(ProfileError::Missing {
+            return Err(ProfileError::Unknown {
                 name: name.to_owned(),
-                path: home,
+                root: self.path.clone(),
+                known: self.profiles().into_iter().map(|p| p.name).collect(),
             });
         }
         Ok(Profile {
             name: name.to_owned(),
             home,
+            root: self.path.clone(),
         })
     }
 
@@ -135,6 +183,7 @@ impl Root {
         let mut out = vec![Profile {
             name: DEFAULT_PROFILE.to_owned(),
             home: self.path.clone(),
+            root: self.path.clone(),
         }];
         let mut names: Vec<String> = std::fs::read_dir(self.path.join("profiles"))
             .into_iter()
@@ -147,6 +196,7 @@ impl Root {
         names.sort();
         out.extend(names.into_iter().map(|name| Profile {
             home: self.profile_home(&name),
+            root: self.path.clone(),
             name,
         }));
         out

@@ -1,8 +1,8 @@
 //! [`Index`]: the library's front door, one open index file and the operations on it.
 
-use crate::bm25::{Explanation, Hit, SearchOptions, Snapshot};
-use crate::home::{Profile, ProfileError};
+use crate::home::{HomeError, Profile, ProfileError};
 use crate::scan::Problem;
+use crate::search::{Explanation, Hit, SearchOptions, Snapshot};
 use crate::store::records::ManifestEntry;
 use crate::store::{self, decode, ProfileTables, Store, StoreError};
 use crate::sync::{self, SyncError, SyncOptions, SyncReport};
@@ -19,6 +19,19 @@ pub enum Error {
     /// A profile name or directory.
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// The Hermes home.
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    /// The profile exists but the index holds nothing for it yet.
+    #[error("profile {profile:?} is not in the index {db} yet (indexed: {}); run `skillidx sync --profile {profile}`", if indexed.is_empty() { "none".to_owned() } else { indexed.join(", ") })]
+    NotIndexed {
+        /// The profile asked for.
+        profile: String,
+        /// The index file.
+        db: PathBuf,
+        /// The profiles it holds.
+        indexed: Vec<String>,
+    },
 }
 
 impl From<SyncError> for Error {
@@ -120,6 +133,12 @@ impl Index {
                 let mut aside = db.as_os_str().to_owned();
                 aside.push(format!(".broken-{stamp}"));
                 let aside = PathBuf::from(aside);
+                crate::failpoint::point(crate::failpoint::names::REBUILD_BEFORE_RENAME).map_err(
+                    |source| StoreError::Io {
+                        path: db.to_owned(),
+                        source,
+                    },
+                )?;
                 std::fs::rename(db, &aside).map_err(|source| StoreError::Io {
                     path: db.to_owned(),
                     source,
@@ -140,6 +159,55 @@ impl Index {
         &self.store
     }
 
+    /// Refuses an index that records another root home than `root` (a `--db` shared by two
+    /// homes would answer one home's questions with the other's skills).
+    pub fn ensure_home(&self, root: &Path) -> Result<(), Error> {
+        match self.store.root_home()? {
+            Some(recorded) if recorded != root => Err(StoreError::OtherHome {
+                path: self.store.path().to_owned(),
+                recorded,
+                requested: root.to_owned(),
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Fails with [`Error::NotIndexed`] unless the index holds `profile`.
+    pub fn ensure_profile(&self, profile: &str) -> Result<(), Error> {
+        let indexed = self.profiles()?;
+        if indexed.iter().any(|p| p == profile) {
+            return Ok(());
+        }
+        Err(Error::NotIndexed {
+            profile: profile.to_owned(),
+            db: self.store.path().to_owned(),
+            indexed,
+        })
+    }
+
+    /// Forgets `profile`: its tables and its entry in the profile list, in one commit.
+    /// For profiles whose folder is gone (`sync --all-profiles`).
+    pub fn drop_profile(&self, profile: &str) -> Result<(), Error> {
+        store::contain(self.store.path(), || {
+            let writer;
+            let store = if self.store.is_writable() {
+                &self.store
+            } else {
+                writer = Store::open_write(self.store.path())?;
+                &writer
+            };
+            let txn = store.write()?;
+            store::delete_profile_tables(store, &txn, &ProfileTables::new(profile))?;
+            txn.open_table(store::PROFILES)
+                .map_err(|e| store.err(e))?
+                .remove(profile)
+                .map_err(|e| store.err(e))?;
+            store.commit(txn)?;
+            Ok(())
+        })
+    }
+
     /// Syncs one profile.
     pub fn sync(&self, profile: &Profile, opts: &SyncOptions<'_>) -> Result<SyncReport, Error> {
         store::contain(self.store.path(), || {
@@ -156,6 +224,12 @@ impl Index {
     ) -> Result<Vec<Hit>, Error> {
         store::contain(self.store.path(), || {
             let txn = self.store.read()?;
+            crate::failpoint::point(crate::failpoint::names::SEARCH_IN_READ).map_err(|source| {
+                StoreError::Io {
+                    path: self.store.path().to_owned(),
+                    source,
+                }
+            })?;
             Ok(Snapshot::open(&self.store, &txn, profile)?.search(query, opts)?)
         })
     }
@@ -190,7 +264,7 @@ impl Index {
                 category: b.category,
                 description: b.description,
                 path: h.key,
-                inactive: h.inactive,
+                inactive: h.inactive.map(|w| w.to_string()),
                 notes: b.notes,
             })
             .collect();
@@ -240,14 +314,10 @@ impl Index {
             out.inactive = store::row_count(&self.store, &docs)?.saturating_sub(u64::from(s.docs));
         }
         for (_, head, body) in snap.all_docs()? {
-            for note in body
-                .notes
-                .iter()
-                .filter(|n| n.contains("possible prompt injection"))
-            {
+            for flag in body.flags {
                 out.flagged.push(Problem {
                     path: PathBuf::from(&head.key),
-                    reason: note.clone(),
+                    reason: flag,
                 });
             }
         }

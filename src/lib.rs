@@ -2,14 +2,13 @@
 //!
 //! Data flows one way: files ([`scan`]) → parsed skills ([`skill`]) → terms
 //! ([`tokenize`], [`analyze`]) → the store ([`store`], written by [`sync`]) → queries
-//! ([`bm25`]). [`compact`] rewrites the `<available_skills>` block of a prompt;
+//! ([`search`]). [`compact`] rewrites the `<available_skills>` block of a prompt;
 //! [`freshness`], [`refresh`] and [`hermes`] serve the Hermes plugin. See
 //! `ARCHITECTURE.md` for the map and `docs/store.md` for the file format.
 
 #![warn(missing_docs)]
 
 pub mod analyze;
-pub mod bm25;
 pub mod cli;
 pub mod compact;
 pub mod config;
@@ -23,10 +22,12 @@ pub mod postings;
 pub mod refresh;
 pub mod safety;
 pub mod scan;
+pub mod search;
 pub mod skill;
 pub mod store;
 pub mod sync;
 pub mod tokenize;
+pub mod watch;
 
 #[path = "../migrations/mod.rs"]
 pub mod migrations;

@@ -4,8 +4,8 @@
 //! released ([`Python::detach`]), every Rust panic is caught and raised as
 //! `SkillidxError`, and engine errors map to a small exception hierarchy.
 
-use crate::bm25::{Params, SearchOptions};
 use crate::refresh::{LiveIndex, LiveOptions};
+use crate::search::{Params, SearchOptions};
 use crate::store::StoreError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -42,7 +42,7 @@ create_exception!(
     skillidx,
     ProfileError,
     SkillidxError,
-    "The profile name is invalid or the profile does not exist."
+    "The Hermes home or the profile does not exist, or the profile name is invalid."
 );
 
 /// Why a call failed, carried out of the GIL-free section.
@@ -70,7 +70,8 @@ impl From<Failure> for PyErr {
             Failure::Engine(e) => {
                 let msg = e.to_string();
                 match e {
-                    crate::Error::Profile(_) => ProfileError::new_err(msg),
+                    crate::Error::Profile(_) | crate::Error::Home(_) => ProfileError::new_err(msg),
+                    crate::Error::NotIndexed { .. } => IndexMissingError::new_err(msg),
                     crate::Error::Store(StoreError::Missing(_)) => IndexMissingError::new_err(msg),
                     crate::Error::Store(
                         StoreError::Foreign(_)
@@ -124,8 +125,8 @@ struct PyHit {
     path: String,
 }
 
-impl From<crate::bm25::Hit> for PyHit {
-    fn from(h: crate::bm25::Hit) -> Self {
+impl From<crate::search::Hit> for PyHit {
+    fn from(h: crate::search::Hit) -> Self {
         PyHit {
             id: h.id,
             name: h.name,
@@ -137,9 +138,9 @@ impl From<crate::bm25::Hit> for PyHit {
     }
 }
 
-impl From<&PyHit> for crate::bm25::Hit {
+impl From<&PyHit> for crate::search::Hit {
     fn from(h: &PyHit) -> Self {
-        crate::bm25::Hit {
+        crate::search::Hit {
             id: h.id.clone(),
             name: h.name.clone(),
             category: h.category.clone(),
@@ -519,7 +520,10 @@ fn format_retrieved_block(
     hits: Vec<PyRef<'_, PyHit>>,
     shown: Vec<String>,
 ) -> PyResult<Option<String>> {
-    let hits: Vec<crate::bm25::Hit> = hits.iter().map(|h| crate::bm25::Hit::from(&**h)).collect();
+    let hits: Vec<crate::search::Hit> = hits
+        .iter()
+        .map(|h| crate::search::Hit::from(&**h))
+        .collect();
     guarded(|| Ok(crate::hermes::format_retrieved_block(&hits, &shown))).map_err(PyErr::from)
 }
 

@@ -40,9 +40,9 @@
 //! or second open of the file, and its failure comes back as a typed error; the lowered
 //! priority and the sync's own short-lived write handle keep it out of the turns' way.
 
-use crate::bm25::{Explanation, Hit, SearchOptions, Snapshot};
 use crate::freshness::{Freshness, DEFAULT_TTL};
 use crate::home::{Profile, Root};
+use crate::search::{Explanation, Hit, SearchOptions, Snapshot};
 use crate::store::{self, StoreError};
 use crate::sync::{SyncOptions, SyncReport};
 use crate::{Error, Index, ProfileStats, SkillEntry};
@@ -446,7 +446,7 @@ impl LiveIndex {
         db: Option<&Path>,
         opts: LiveOptions,
     ) -> Result<LiveIndex, Error> {
-        let root = Root::locate(home);
+        let root = Root::locate(home)?;
         let name = profile.map_or_else(|| root.active_profile_name(), str::to_owned);
         let profile = root.profile(&name)?;
         let db = db.map_or_else(|| root.default_db_path(), Path::to_path_buf);

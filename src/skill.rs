@@ -111,8 +111,13 @@ pub struct Skill {
     pub when_to_use: String,
     /// The start of the Markdown body, at most [`BODY_CHARS`] characters.
     pub body: String,
+    /// Hermes `environments` the skill is limited to (`metadata.hermes.environments`);
+    /// empty means every environment.
+    pub environments: Vec<String>,
     /// Fallbacks taken while parsing, worth telling the user about.
     pub notes: Vec<String>,
+    /// Possible prompt injections in the name or description.
+    pub flags: Vec<String>,
 }
 
 /// Why a SKILL.md could not be turned into a skill at all.
@@ -249,11 +254,13 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
         fallback_for_tools: string_list(hermes.and_then(|h| h.get("fallback_for_tools"))),
     };
 
+    let mut flags = Vec::new();
     for (field, text) in [("name", &name), ("description", &description)] {
         for flag in crate::safety::flags(text) {
-            notes.push(format!("{field}: {flag}; neutralised in what is injected"));
+            flags.push(format!("{field}: {flag}; neutralised in what is injected"));
         }
     }
+    let environments = string_list(hermes.and_then(|h| h.get("environments")));
 
     let id = match &location.origin {
         Origin::Plugin(plugin) => format!("{plugin}:{name}"),
@@ -275,7 +282,9 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
             .map(|s| s.trim().to_owned())
             .unwrap_or_default(),
         body: body.chars().take(BODY_CHARS).collect(),
+        environments,
         notes,
+        flags,
     }
 }
 

@@ -7,8 +7,8 @@
 
 mod common;
 use common::*;
-use skillidx::bm25::{Hit, Ranking, SearchOptions};
 use skillidx::home::Root;
+use skillidx::search::{Hit, Ranking, SearchOptions};
 use skillidx::Index;
 
 fn fixture_copy(version: u32) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -124,16 +124,19 @@ fn schema_2_opens_and_answers() {
 }
 
 #[test]
-fn schema_2_without_a_folder_cache_syncs_and_gains_one() {
-    // Files of schema 2 written before the folder cache have no `dirs` table: the first
-    // sync lists every folder, finds nothing to re-parse, and stores the cache.
+fn schema_2_migrates_then_syncs_every_file_again_and_gains_a_folder_cache() {
+    // The step to schema 3 marks every file for re-reading (to record `environments`), and
+    // files of schema 2 written before the folder cache have no `dirs` table: the first
+    // sync re-parses each file in place, lists every folder, and stores the cache.
     let (_dir, db) = fixture_copy(2);
     let index = Index::open_for_sync(&db).unwrap();
     let profile = example_profile();
     let first = index.sync(&profile, &Default::default()).unwrap();
-    assert_eq!(first.updated, 0, "{first:#?}");
     assert_eq!(first.added, first.removed, "{first:#?}");
+    assert_eq!(first.updated + first.added, first.parsed, "{first:#?}");
     assert!(first.listed > 10, "{first:#?}");
+    let second = index.sync(&profile, &Default::default()).unwrap();
+    assert!(!second.committed && second.parsed == 0, "{second:#?}");
     assert_eq!(
         top(
             &index,

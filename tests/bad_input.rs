@@ -67,7 +67,7 @@ fn every_kind_of_bad_file_is_reported_and_the_rest_indexed() {
     // Fallbacks are indexed, rejections are not.
     let found = h.search_with(
         "tea",
-        &skillidx::bm25::SearchOptions {
+        &skillidx::search::SearchOptions {
             k: 20,
             ..Default::default()
         },

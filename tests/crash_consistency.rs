@@ -9,172 +9,12 @@
 //! `SKILLIDX_CRASH_KILLS` sets the number of kills (default 25; the long mode is 200+).
 
 mod common;
+use common::rand_lite::Rng;
 use common::*;
-use rand_lite::Rng;
-use redb::ReadableTable;
-use skillidx::store::records::*;
-use skillidx::store::{decode, ProfileTables, Store};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// A tiny deterministic PRNG (xorshift), so a failing run can be replayed from its seed.
-mod rand_lite {
-    pub struct Rng(u64);
-    impl Rng {
-        pub fn new(seed: u64) -> Rng {
-            Rng(seed.max(1))
-        }
-        pub fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        pub fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
-        }
-        pub fn chance(&mut self, one_in: u64) -> bool {
-            self.below(one_in) == 0
-        }
-    }
-}
-
-/// Every table of one profile, read through redb, with doc ids replaced by the SKILL.md
-/// path that owns them and the fields that legitimately differ between two builds of the
-/// same files (generation, commit time, next free id, when a file was verified) left out.
-pub fn full_digest(db: &Path, profile: &str) -> String {
-    let index = skillidx::Index::open(db).expect("open index");
-    let store: &Store = index.store();
-    let txn = store.read().expect("read txn");
-    let t = ProfileTables::new(profile);
-    let mut out = String::new();
-
-    // Doc id → path, from the docs table.
-    let mut path_of: BTreeMap<u32, String> = BTreeMap::new();
-    let mut docs: BTreeMap<String, String> = BTreeMap::new();
-    if let Ok(table) = txn.open_table(t.docs()) {
-        for row in table.iter().unwrap() {
-            let (k, v) = row.unwrap();
-            let (head, body): (DocHead, DocBody) = decode(store, v.value(), "doc").unwrap();
-            path_of.insert(k.value(), head.key.clone());
-            let key = head.key.clone();
-            assert!(
-                docs.insert(key.clone(), format!("{head:?} {body:?}"))
-                    .is_none(),
-                "two documents for {key}"
-            );
-        }
-    }
-    let p = |d: u32| {
-        path_of
-            .get(&d)
-            .cloned()
-            .unwrap_or_else(|| panic!("doc id {d} has no document row"))
-    };
-    out.push_str("== docs\n");
-    for (k, v) in &docs {
-        out.push_str(&format!("{k} {v}\n"));
-    }
-
-    out.push_str("== manifest\n");
-    if let Ok(table) = txn.open_table(t.manifest()) {
-        for row in table.iter().unwrap() {
-            let (k, v) = row.unwrap();
-            let e: ManifestEntry = decode(store, v.value(), "manifest").unwrap();
-            let state = match &e.state {
-                EntryState::Indexed(d) => {
-                    let path = p(*d);
-                    assert_eq!(path, k.value(), "manifest entry points at another doc");
-                    "indexed".to_owned()
-                }
-                EntryState::Skipped(r) => format!("skipped {r}"),
-            };
-            out.push_str(&format!(
-                "{} {:?} {} {}\n",
-                k.value(),
-                e.stat,
-                hex(&e.hash),
-                state
-            ));
-        }
-    }
-
-    out.push_str("== terms\n");
-    let mut forward: BTreeMap<String, Vec<TermEntry>> = BTreeMap::new();
-    if let Ok(table) = txn.open_table(t.terms()) {
-        for row in table.iter().unwrap() {
-            let (k, v) = row.unwrap();
-            let mut terms: Vec<TermEntry> = decode(store, v.value(), "terms").unwrap();
-            terms.sort();
-            forward.insert(p(k.value()), terms);
-        }
-    }
-    for (k, v) in &forward {
-        out.push_str(&format!("{k} {v:?}\n"));
-    }
-
-    out.push_str("== postings\n");
-    if let Ok(table) = txn.open_table(t.postings()) {
-        for row in table.iter().unwrap() {
-            let (k, v) = row.unwrap();
-            let list = skillidx::postings::decode(v.value()).expect("postings decode");
-            let mut by_path: Vec<(String, String)> = list
-                .iter()
-                .map(|x| (p(x.doc), format!("{:?}", x.stats)))
-                .collect();
-            by_path.sort();
-            out.push_str(&format!("{} {by_path:?}\n", k.value()));
-        }
-    }
-
-    out.push_str("== state\n");
-    if let Ok(table) = txn.open_table(t.state()) {
-        for row in table.iter().unwrap() {
-            let (k, v) = row.unwrap();
-            match k.value() {
-                "stats" => {
-                    let s: CorpusStats = decode(store, v.value(), "stats").unwrap();
-                    assert!(
-                        path_of.keys().all(|&d| d < s.next_doc),
-                        "next_doc {} not above every doc id",
-                        s.next_doc
-                    );
-                    out.push_str(&format!("stats {} {:?} {}\n", s.docs, s.sum_lens, s.os));
-                }
-                "config" => {
-                    let c: ConfigSnapshot = decode(store, v.value(), "config").unwrap();
-                    out.push_str(&format!("config {c:?}\n"));
-                }
-                "platform_hidden" => {
-                    let h: PlatformHidden = decode(store, v.value(), "hidden").unwrap();
-                    let h: BTreeMap<String, Vec<String>> = h
-                        .into_iter()
-                        .map(|(k, v)| {
-                            let mut v: Vec<String> = v.into_iter().map(p).collect();
-                            v.sort();
-                            (k, v)
-                        })
-                        .collect();
-                    out.push_str(&format!("platform_hidden {h:?}\n"));
-                }
-                other => out.push_str(&format!("{other} {:?}\n", v.value())),
-            }
-        }
-    }
-    out.push_str("== profiles\n");
-    for (name, info) in store.profiles().unwrap() {
-        out.push_str(&format!("{name} {info:?}\n"));
-    }
-    out
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 /// Picks `n` SKILL.md files of the corpus, spread over it, deterministically.
 fn corpus_sample(corpus: &Path, n: usize) -> Vec<PathBuf> {
@@ -257,24 +97,6 @@ fn sync_cli(home: &Path) -> std::process::Command {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     c
-}
-
-/// The digest a clean build of the home's current files produces.
-fn clean_digest(home: &Path, scratch: &Path) -> String {
-    let _ = std::fs::remove_file(scratch);
-    let out = bin()
-        .args(["sync", "--rebuild", "--home"])
-        .arg(home)
-        .arg("--db")
-        .arg(scratch)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "clean build: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    full_digest(scratch, "default")
 }
 
 fn sentinel_found(home: &Path) -> Result<(), String> {

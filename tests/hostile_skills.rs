@@ -11,8 +11,8 @@
 
 mod common;
 use common::*;
-use skillidx::bm25::SearchOptions;
 use skillidx::home::Root;
+use skillidx::search::SearchOptions;
 use skillidx::sync::{SyncOptions, SyncReport};
 use skillidx::Index;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use skillidx::bm25::{Ranking, SearchOptions};
+use skillidx::search::{Ranking, SearchOptions};
 use skillidx::sync::SyncOptions;
 
 fn corpus(h: &Home) {

@@ -267,16 +267,21 @@ fn searchers_and_two_syncs_race_while_groups_change() {
         })
         .collect();
 
-    // Sync loop A, and B started at the same moment as each of A's runs (every 7th B is
-    // a rebuild).
+    // Sync loop A, and B started with each of A's runs (every 7th B is a rebuild): on
+    // even rounds at the same moment, on odd rounds after a random delay of up to 40 ms,
+    // so that B's base read, scan and commit fall at every point of A's run.
     let syncers = {
         let (home, stop) = (h.path().to_owned(), stop.clone());
         std::thread::spawn(move || {
             let (mut runs, mut failures, mut worst_lock) = (0usize, Vec::new(), 0f64);
             let mut worst_run = Duration::ZERO;
+            let mut rng = rand_lite::Rng::new(0x5eed_5ace);
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 let a = sync_cmd(&home, false).spawn().unwrap();
+                if runs % 2 == 1 {
+                    std::thread::sleep(Duration::from_millis(rng.below(40)));
+                }
                 let b = sync_cmd(&home, runs % 7 == 6).spawn().unwrap();
                 for child in [a, b] {
                     match sync_result(child.wait_with_output().unwrap()) {
@@ -340,7 +345,7 @@ fn searchers_and_two_syncs_race_while_groups_change() {
     }
     eprintln!(
         "races: {secs} s, {SEARCHERS} searchers gave {answers} answers (longest wait {:.1} ms); \
-         {} sync runs ({rounds} rounds of two syncs started together, every 7th second one a \
+         {} sync runs ({rounds} rounds of two syncs, started together or B 0–40 ms after A, every 7th second one a \
          rebuild), longest lock wait {worst_lock:.1} ms, longest round {:.1} ms; {published} \
          group versions published, {churn_writes} churn writes",
         worst_answer.as_secs_f64() * 1e3,
@@ -361,13 +366,19 @@ fn searchers_and_two_syncs_race_while_groups_change() {
         "a search waited {worst_answer:?}"
     );
 
-    // Quiet now: one more sync ends in the state of a clean build.
+    // Quiet now: one more sync ends in the state of a clean build, table for table (no
+    // ghost document, no stale entry survives the races).
     run_sync(h.path(), false).expect("final sync");
+    let scratch = tempfile::tempdir().unwrap();
+    assert_eq!(
+        full_digest(&h.db(), "default"),
+        clean_digest(h.path(), &scratch.path().join("clean.redb"))
+    );
     let clean = Home::new();
     copy_tree(&skills, &clean.path().join("skills"));
     clean.sync();
     for q in ["racemarker", "churnmarker churn-3", "grp2marker"] {
-        let opts = skillidx::bm25::SearchOptions {
+        let opts = skillidx::search::SearchOptions {
             k: 500,
             ..Default::default()
         };

@@ -3,8 +3,8 @@
 
 mod common;
 use common::*;
-use skillidx::bm25::SearchOptions;
 use skillidx::home::Root;
+use skillidx::search::SearchOptions;
 use skillidx::Index;
 
 #[test]

@@ -11,6 +11,9 @@ pub enum HermesError {
     /// The profile.
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// The Hermes home.
+    #[error(transparent)]
+    Home(#[from] crate::home::HomeError),
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -57,7 +60,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HermesError + '_ {
 
 /// The profile `name` (or the active one) of the root home `home` (or the default one).
 pub fn resolve_profile(home: Option<&Path>, name: Option<&str>) -> Result<Profile, HermesError> {
-    let root = Root::locate(home);
+    let root = Root::locate(home)?;
     let name = name.map_or_else(|| root.active_profile_name(), str::to_owned);
     Ok(root.profile(&name)?)
 }
@@ -663,6 +666,7 @@ mod tests {
         ];
         for shape in shapes {
             let t = tempfile::tempdir().expect("tempdir");
+            std::fs::create_dir(t.path().join("skills")).expect("mkdir");
             let config = t.path().join("config.yaml");
             if let Some(text) = shape {
                 std::fs::write(&config, text).expect("write");

@@ -6,8 +6,8 @@
 //! [`injected_ids`]. Its two files are embedded in the binary ([`PLUGIN_FILES`]) so
 //! `skillidx hermes install` works without the Python sources around.
 
-use crate::bm25::Hit;
 use crate::safety;
+use crate::search::Hit;
 use std::path::Path;
 
 /// The plugin's name: its `plugin.yaml` name, its folder name, and what `plugins.enabled`

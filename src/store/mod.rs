@@ -17,7 +17,7 @@ use redb::{
 use std::path::{Path, PathBuf};
 
 /// The layout version written by this build. See `migrations/`.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// Bytes every redb file starts with.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -87,6 +87,40 @@ pub enum StoreError {
         /// Which record.
         detail: String,
     },
+    /// The file is in use by a process whose redb cannot share it with ours.
+    #[error("the index {path} is open in another process with an incompatible redb ({detail}); stop that process or use another --db")]
+    Incompatible {
+        /// The file.
+        path: PathBuf,
+        /// What redb reported.
+        detail: String,
+    },
+    /// The file indexes another Hermes home.
+    #[error("the index {path} belongs to the Hermes home {recorded}, not {requested}; use that home, or another --db for this one")]
+    OtherHome {
+        /// The file.
+        path: PathBuf,
+        /// The root home recorded in the file.
+        recorded: PathBuf,
+        /// The root home asked for.
+        requested: PathBuf,
+    },
+    /// skillidx itself failed: a bug, not a problem with the file or the skills.
+    #[error("internal error in skillidx while using {path} (please report it): {message}")]
+    Internal {
+        /// The file being used.
+        path: PathBuf,
+        /// The panic message and where it was raised.
+        message: String,
+    },
+    /// redb panicked while reading the file, which a damaged file can cause.
+    #[error("redb failed while reading the index {path} ({message}); the file may be damaged: run `skillidx sync --rebuild` to rebuild it from the skills, and please report this if it happens again")]
+    RedbPanic {
+        /// The file.
+        path: PathBuf,
+        /// The panic message and where it was raised.
+        message: String,
+    },
     /// A migration step failed.
     #[error("migrating {path} from schema {from}: {detail}")]
     Migration {
@@ -134,13 +168,13 @@ impl Store {
         builder
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
             .set_cache_size(READ_CACHE_BYTES);
-        let store = match guard(path, || builder.open_read_only(path)) {
+        let store = match builder.open_read_only(path) {
             Ok(db) => Store {
                 path: path.to_owned(),
                 handle: Handle::Read(db),
             },
             Err(redb::DatabaseError::RepairAborted) => return Self::open_write_inner(path, false),
-            Err(e) => return Err(database_error(path, e)),
+            Err(e) => return Err(map_redb(path, e.into())),
         };
         match store.schema_version()? {
             Some(SCHEMA_VERSION) => Ok(store),
@@ -179,7 +213,7 @@ impl Store {
             .set_concurrency_mode(ConcurrencyMode::MultiWriter)
             .set_cache_size(WRITE_CACHE_BYTES)
             .set_check_integrity_on_open(verify);
-        let db = guard(path, || builder.create(path)).map_err(|e| database_error(path, e))?;
+        let db = builder.create(path).map_err(|e| map_redb(path, e.into()))?;
         let store = Store {
             path: path.to_owned(),
             handle: Handle::Write(db),
@@ -212,8 +246,8 @@ impl Store {
     /// Starts a read transaction: a consistent snapshot of the last commit.
     pub fn read(&self) -> Result<ReadTransaction> {
         let r = match &self.handle {
-            Handle::Read(db) => guard(&self.path, || db.begin_read()),
-            Handle::Write(db) => guard(&self.path, || db.begin_read()),
+            Handle::Read(db) => db.begin_read(),
+            Handle::Write(db) => db.begin_read(),
         };
         r.map_err(|e| self.err(e))
     }
@@ -226,7 +260,7 @@ impl Store {
                 detail: "opened read-only".into(),
             });
         };
-        let mut txn = guard(&self.path, || db.begin_write()).map_err(|e| self.err(e))?;
+        let mut txn = db.begin_write().map_err(|e| self.err(e))?;
         // Every sync is one transaction; losing it on power failure would only cost a re-sync,
         // but readers in other processes must never see a commit that is not on disk.
         txn.set_durability(redb::Durability::Immediate)
@@ -236,23 +270,12 @@ impl Store {
 
     /// Commits `txn`.
     pub fn commit(&self, txn: WriteTransaction) -> Result<()> {
-        guard(&self.path, || txn.commit()).map_err(|e| self.err(e))
+        txn.commit().map_err(|e| self.err(e))
     }
 
-    /// Wraps any redb error for this file.
-    pub fn err(&self, e: impl std::fmt::Display) -> StoreError {
-        let detail = e.to_string();
-        if detail.contains("orrupt") {
-            StoreError::Corrupt {
-                path: self.path.clone(),
-                detail,
-            }
-        } else {
-            StoreError::Redb {
-                path: self.path.clone(),
-                detail,
-            }
-        }
+    /// Maps a redb error on this file to what it means for the user.
+    pub fn err(&self, e: impl Into<redb::Error>) -> StoreError {
+        map_redb(&self.path, e.into())
     }
 
     /// Wraps a record that failed to decode.
@@ -270,7 +293,15 @@ impl Store {
             Err(TableError::TableDoesNotExist(_)) => return Ok(None),
             Err(e) => return Err(self.err(e)),
         };
-        let Some(v) = table.get("schema_version").map_err(|e| self.err(e))? else {
+        self.version_in(&table)
+    }
+
+    /// The schema version recorded in `meta` (global table), read in any transaction.
+    pub(crate) fn version_in(
+        &self,
+        meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    ) -> Result<Option<u64>> {
+        let Some(v) = meta.get("schema_version").map_err(|e| self.err(e))? else {
             return Ok(None);
         };
         let bytes: [u8; 8] = v
@@ -278,6 +309,40 @@ impl Store {
             .try_into()
             .map_err(|_| self.bad_record("schema_version"))?;
         Ok(Some(u64::from_le_bytes(bytes)))
+    }
+
+    /// The root home the index was first synced for, if any sync has recorded one.
+    pub fn root_home(&self) -> Result<Option<PathBuf>> {
+        let txn = self.read()?;
+        let Some(meta) = open_or_none(self, &txn, META)? else {
+            return Ok(None);
+        };
+        let home = meta.get("root_home").map_err(|e| self.err(e))?;
+        Ok(home.map(|v| PathBuf::from(String::from_utf8_lossy(v.value()).into_owned())))
+    }
+
+    /// Records `root` as the index's root home inside `txn`, or refuses when the index
+    /// already belongs to another one ([`StoreError::OtherHome`]).
+    pub(crate) fn claim_root_home(&self, txn: &WriteTransaction, root: &Path) -> Result<()> {
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let recorded = meta
+            .get("root_home")
+            .map_err(|e| self.err(e))?
+            .map(|v| PathBuf::from(String::from_utf8_lossy(v.value()).into_owned()));
+        match recorded {
+            Some(r) if r == root => Ok(()),
+            Some(recorded) => Err(StoreError::OtherHome {
+                path: self.path.clone(),
+                recorded,
+                requested: root.to_owned(),
+            }),
+            None => {
+                let text = root.to_string_lossy();
+                meta.insert("root_home", text.as_bytes())
+                    .map_err(|e| self.err(e))?;
+                Ok(())
+            }
+        }
     }
 
     fn is_empty(&self) -> Result<bool> {
@@ -386,6 +451,23 @@ impl ProfileTables {
     }
 }
 
+/// Deletes every table of one profile inside `txn` (for a rebuild, or a profile that no
+/// longer exists).
+pub fn delete_profile_tables(
+    store: &Store,
+    txn: &WriteTransaction,
+    tables: &ProfileTables,
+) -> Result<()> {
+    let err = |e: TableError| store.err(e);
+    txn.delete_table(tables.manifest()).map_err(err)?;
+    txn.delete_table(tables.docs()).map_err(err)?;
+    txn.delete_table(tables.terms()).map_err(err)?;
+    txn.delete_table(tables.postings()).map_err(err)?;
+    txn.delete_table(tables.dirs()).map_err(err)?;
+    txn.delete_table(tables.state()).map_err(err)?;
+    Ok(())
+}
+
 /// Decodes a postcard record, naming it on failure.
 pub fn decode<T: serde::de::DeserializeOwned>(
     store: &Store,
@@ -439,11 +521,22 @@ pub fn row_count(store: &Store, table: &impl ReadableTableMetadata) -> Result<u6
 
 std::thread_local! {
     static CONTAINING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    static PANIC_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Runs `f`, turning a panic inside it (which redb can raise on a damaged file) into an
-/// error instead of taking the process down. While `f` runs, the panic message is not
-/// printed: it becomes part of the error.
+/// The message of a caught panic.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Runs `f`, turning a panic inside it into an error instead of taking the process down.
+/// While `f` runs, the panic message is not printed: it becomes part of the error. A
+/// panic raised inside redb's code ([`StoreError::RedbPanic`]) may come from a damaged
+/// file; any other is a bug of skillidx ([`StoreError::Internal`]).
 pub fn contain<T, E>(path: &Path, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
 where
     E: From<StoreError>,
@@ -454,6 +547,9 @@ where
         std::panic::set_hook(Box::new(move |info| {
             if CONTAINING.with(|c| c.get()) == 0 {
                 previous(info);
+            } else {
+                let at = info.location().map(|l| l.file().to_owned());
+                PANIC_AT.with(|p| *p.borrow_mut() = at);
             }
         }));
     });
@@ -461,27 +557,21 @@ where
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     CONTAINING.with(|c| c.set(c.get() - 1));
     result.unwrap_or_else(|panic| {
-        let msg = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "redb failed".into());
-        Err(E::from(StoreError::Corrupt {
-            path: path.to_owned(),
-            detail: msg,
+        let at = PANIC_AT.with(|p| p.borrow_mut().take()).unwrap_or_default();
+        let message = format!("{} (at {at})", panic_message(&*panic));
+        let in_redb = at.contains("/redb-") || at.contains("\\redb-");
+        Err(E::from(if in_redb {
+            StoreError::RedbPanic {
+                path: path.to_owned(),
+                message,
+            }
+        } else {
+            StoreError::Internal {
+                path: path.to_owned(),
+                message,
+            }
         }))
     })
-}
-
-fn guard<T, E>(path: &Path, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
-where
-    E: std::fmt::Display + From<redb::StorageError>,
-{
-    let wrapped = contain::<Result<T, E>, StoreError>(path, || Ok(f()));
-    match wrapped {
-        Ok(r) => r,
-        Err(e) => Err(E::from(redb::StorageError::Corrupted(e.to_string()))),
-    }
 }
 
 /// Checks that `path` is absent, empty or starts like a redb file. Returns whether it is
@@ -546,24 +636,37 @@ fn create_private(path: &Path) -> Result<()> {
     })
 }
 
-fn database_error(path: &Path, e: redb::DatabaseError) -> StoreError {
+/// Maps a redb error on `path` to a [`StoreError`] by its kind.
+fn map_redb(path: &Path, e: redb::Error) -> StoreError {
+    let path = path.to_owned();
     match e {
-        redb::DatabaseError::Storage(redb::StorageError::Io(source)) => StoreError::Io {
-            path: path.to_owned(),
-            source,
-        },
-        redb::DatabaseError::Storage(redb::StorageError::Corrupted(detail)) => {
-            StoreError::Corrupt {
-                path: path.to_owned(),
-                detail,
-            }
-        }
-        redb::DatabaseError::UpgradeRequired(v) => StoreError::Corrupt {
-            path: path.to_owned(),
+        redb::Error::Io(source) => StoreError::Io { path, source },
+        redb::Error::Corrupted(detail) => StoreError::Corrupt { path, detail },
+        redb::Error::UpgradeRequired(v) => StoreError::Corrupt {
+            path,
             detail: format!("written by an old redb (file format {v})"),
         },
+        e @ (redb::Error::TableTypeMismatch { .. }
+        | redb::Error::TableIsMultimap(_)
+        | redb::Error::TableIsNotMultimap(_)
+        | redb::Error::TypeDefinitionChanged { .. }) => StoreError::BadRecord {
+            path,
+            detail: e.to_string(),
+        },
+        e @ (redb::Error::DatabaseAlreadyOpen | redb::Error::LockProtocolMismatch) => {
+            StoreError::Incompatible {
+                path,
+                detail: e.to_string(),
+            }
+        }
+        e @ (redb::Error::LockPoisoned(_) | redb::Error::TransactionPoisoned) => {
+            StoreError::Internal {
+                path,
+                message: e.to_string(),
+            }
+        }
         other => StoreError::Redb {
-            path: path.to_owned(),
+            path,
             detail: other.to_string(),
         },
     }

@@ -58,10 +58,39 @@ pub struct DocHead {
     pub key: String,
     /// Its `platforms` list (empty: every OS).
     pub platforms: Vec<String>,
+    /// Its `environments` list (empty: every environment), decided where the query runs.
+    pub environments: Vec<String>,
     /// Per field, its length in terms.
     pub lens: [u32; FIELD_COUNT],
     /// `None` when the skill is offered, else why not.
-    pub inactive: Option<String>,
+    pub inactive: Option<NotOffered>,
+}
+
+/// Why an indexed skill is not offered, whatever the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NotOffered {
+    /// Its `platforms` exclude the OS the sync decided for.
+    OtherOs {
+        /// That OS.
+        os: String,
+    },
+    /// Its name or folder name is in `skills.disabled`.
+    Disabled,
+    /// Another skill with the same id comes first.
+    Shadowed {
+        /// The manifest key of the skill that is offered instead.
+        by: String,
+    },
+}
+
+impl std::fmt::Display for NotOffered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotOffered::OtherOs { os } => write!(f, "its platforms exclude {os}"),
+            NotOffered::Disabled => f.write_str("disabled in config.yaml (skills.disabled)"),
+            NotOffered::Shadowed { by } => write!(f, "shadowed by {by}, which has the same id"),
+        }
+    }
 }
 
 /// The rest of a document record: what a hit shows.
@@ -83,6 +112,9 @@ pub struct DocBody {
     pub conditions: Conditions,
     /// Parser fallbacks taken.
     pub notes: Vec<String>,
+    /// Possible prompt injections found in the name or description (neutralised in what
+    /// is injected).
+    pub flags: Vec<String>,
 }
 
 /// One term of a document's forward index: what to take out of the postings when the

@@ -5,7 +5,7 @@
 //!   each id in precedence order) with the same text, the seed document
 //!   ([`skillidx::skill::Skill::seed_text`]: `name: description` + triggers + tags + CJK runs),
 //!   and the same terms: skillidx's tokenizer is registered as tantivy's tokenizer, and a query
-//!   is the OR of its distinct terms ([`skillidx::bm25::query_terms`]). tantivy's BM25 differs
+//!   is the OR of its distinct terms ([`skillidx::search::query_terms`]). tantivy's BM25 differs
 //!   slightly from skillidx's: `k1` is fixed at 1.2 (skillidx: 1.5), and document lengths are
 //!   stored as one-byte "fieldnorms" (exact up to 40 tokens, then coarser), so scores — and a
 //!   few near-tie rankings — differ. IDF is the same Lucene formula.
@@ -26,10 +26,10 @@
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use skillidx::bm25::{query_terms, Ranking, SearchOptions};
 use skillidx::config::HermesConfig;
 use skillidx::freshness::Freshness;
 use skillidx::scan;
+use skillidx::search::{query_terms, Ranking, SearchOptions};
 use skillidx::skill;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -164,7 +164,14 @@ fn schema() -> (Schema, Fields) {
 /// The documents skillidx offers for `home`'s default profile: (id, description, seed text).
 fn documents(home: &Path) -> Result<Vec<(String, String, String)>> {
     let cfg = HermesConfig::load(home).unwrap_or_default();
-    let (candidates, _problems) = scan::scan(&scan::skill_roots(home, &cfg));
+    // No folder cache, as in a first sync: every folder is listed, so the time the listings
+    // are stamped with (for the next scan's cache) is never read.
+    let candidates = scan::scan(
+        &scan::skill_roots(home, &cfg),
+        &scan::DirCache::default(),
+        0,
+    )
+    .found;
     let os = skill::current_os();
     let parsed: Vec<Option<skill::Skill>> = candidates
         .par_iter()

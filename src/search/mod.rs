@@ -1,0 +1,322 @@
+//! Search: BM25 answered from a read transaction on the store.
+//!
+//! Two rankings ([`Ranking`]). The **default** is BM25F over the analysed fields (name,
+//! description, keywords, category, body), each with its own weight and length
+//! normalisation, with stop words and pleasantries dropped from the query, long turns cut to
+//! their most informative terms, and unknown query words matched to a vocabulary term one or
+//! two edits away. The **seed** ranking reproduces the seed plugin.
+//!
+//! The seed ranking is Okapi BM25 over the seed document ([`Field::Seed`]) with Lucene's
+//! always-positive IDF, `ln(1 + (N − df + 0.5) / (df + 0.5))`. A query term counts once
+//! however often it is repeated, as in the seed plugin. Skills hidden on
+//! the query's messaging platform are left out of N, df and the average length as well as
+//! the results, so the answer equals that of an index built without them.
+//!
+//! A query passes through one module per step:
+//!
+//! 1. [`Snapshot`] (here): the profile's statistics, less the skills hidden on the platform.
+//! 2. `plan`: the query → the terms to score, each with its postings list, IDF and weight
+//!    (analysis, `stopwords` dropped, typo matching, the long-turn cut).
+//! 3. `score`: each term's BM25F (or seed BM25) score added up per document.
+//! 4. `rank`: the relevance floor, then the top k, ties broken by id, and their records.
+//!
+//! `explain` replays steps 2 and 3 for one skill and says where its score comes from.
+//!
+//! [`Field::Seed`]: crate::fields::Field::Seed
+
+mod explain;
+mod plan;
+mod rank;
+mod score;
+mod stopwords;
+
+pub use explain::{Explanation, FieldContribution, TermContribution};
+pub use plan::{edit_distance, query_terms, MAX_QUERY_TERMS, TYPO_MAX_QUERY_TERMS, TYPO_WEIGHT};
+pub use rank::{FLOOR_CJK, FLOOR_LATIN};
+pub use score::{idf, term_weight, CJK_FIELD_WEIGHTS, FIELD_B, FIELD_WEIGHTS};
+
+use crate::store::records::{CorpusStats, DocBody, DocHead, PlatformHidden};
+use crate::store::{decode, open_or_none, ProfileTables, Store, StoreError};
+use plan::Plan;
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+
+/// BM25's free parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Params {
+    /// Term-frequency saturation.
+    pub k1: f64,
+    /// Length normalisation.
+    pub b: f64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { k1: 1.5, b: 0.75 }
+    }
+}
+
+/// Which ranking answers a query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ranking {
+    /// BM25F over the analysed fields, with query cleanup and typo tolerance.
+    #[default]
+    Default,
+    /// The seed plugin's Okapi BM25 over its single document, for users who want the
+    /// plugin they came from exactly.
+    Seed,
+}
+
+impl std::str::FromStr for Ranking {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "default" => Ok(Ranking::Default),
+            "seed" => Ok(Ranking::Seed),
+            other => Err(format!("unknown ranking {other:?} (default, seed)")),
+        }
+    }
+}
+
+/// The ingredients of the default ranking, each of which can be switched off to measure
+/// what it adds (`skillidx eval --without …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Ingredients {
+    /// Drop stop words and pleasantries from the query.
+    pub stop_words: bool,
+    /// Match unknown query words to a vocabulary term an edit or two away.
+    pub typos: bool,
+    /// Return nothing below the relevance floor.
+    pub floor: bool,
+    /// Score the body at all.
+    pub body: bool,
+    /// Score the body apart from the metadata fields, with its own IDF.
+    pub body_apart: bool,
+    /// Score CJK terms on the seed document instead of the analysed fields.
+    pub cjk_on_seed: bool,
+}
+
+impl Default for Ingredients {
+    fn default() -> Self {
+        Ingredients {
+            stop_words: true,
+            typos: true,
+            floor: true,
+            body: true,
+            body_apart: true,
+            cjk_on_seed: true,
+        }
+    }
+}
+
+impl Ingredients {
+    /// Switches off the ingredient named `name` (as in [`Ingredients::NAMES`]).
+    pub fn without(mut self, name: &str) -> Result<Self, String> {
+        match name {
+            "stop-words" => self.stop_words = false,
+            "typos" => self.typos = false,
+            "floor" => self.floor = false,
+            "body" => self.body = false,
+            "body-apart" => self.body_apart = false,
+            "cjk-on-seed" => self.cjk_on_seed = false,
+            other => {
+                return Err(format!(
+                    "unknown ingredient {other:?} (one of {})",
+                    Self::NAMES.join(", ")
+                ))
+            }
+        }
+        Ok(self)
+    }
+
+    /// The ingredients' names.
+    pub const NAMES: [&'static str; 6] = [
+        "stop-words",
+        "typos",
+        "floor",
+        "body",
+        "body-apart",
+        "cjk-on-seed",
+    ];
+}
+
+/// What to search for.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// How many hits at most.
+    pub k: usize,
+    /// The messaging platform (`cli`, `telegram`, …) whose disabled skills are left out.
+    pub platform: Option<String>,
+    /// BM25 parameters.
+    pub params: Params,
+    /// Which ranking.
+    pub ranking: Ranking,
+    /// The default ranking's ingredients.
+    pub ingredients: Ingredients,
+    /// Apply the default ranking's relevance floor: return nothing that only grazes the
+    /// query. On for what is injected into a turn (the plugin, `eval`); off for an explicit
+    /// search, where a weak match on a rare word (`zanzibar`) is still an answer.
+    pub floor: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            k: 6,
+            platform: None,
+            params: Params::default(),
+            ranking: Ranking::default(),
+            ingredients: Ingredients::default(),
+            floor: false,
+        }
+    }
+}
+
+/// A skill found by a search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// The id to load it by (`skill_view(id)`).
+    pub id: String,
+    /// The frontmatter name.
+    pub name: String,
+    /// The category path.
+    pub category: String,
+    /// The description.
+    pub description: String,
+    /// The BM25 score.
+    pub score: f64,
+    /// The SKILL.md path.
+    pub path: String,
+}
+
+/// A read snapshot of one profile, open for queries.
+pub struct Snapshot<'s> {
+    store: &'s Store,
+    postings: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
+    docs: Option<ReadOnlyTable<u32, &'static [u8]>>,
+    stats: CorpusStats,
+    hidden: PlatformHidden,
+}
+
+/// The collection as one query sees it: the snapshot's statistics with the documents hidden
+/// on the query's platform taken out, so that IDF and average lengths match an index built
+/// without them.
+struct View {
+    hidden: FxHashSet<u32>,
+    n: u32,
+    avg: [f64; crate::fields::FIELD_COUNT],
+}
+
+/// Every document's score (above the floor), the plan that produced them, and the view.
+type Scored = (Vec<(u32, f64)>, Plan, View);
+
+impl<'s> Snapshot<'s> {
+    /// Opens the tables of `profile` in `txn`.
+    pub fn open(
+        store: &'s Store,
+        txn: &ReadTransaction,
+        profile: &str,
+    ) -> Result<Self, StoreError> {
+        let tables = ProfileTables::new(profile);
+        let postings = open_or_none(store, txn, tables.postings())?;
+        let docs = open_or_none(store, txn, tables.docs())?;
+        let (mut stats, mut hidden) = (CorpusStats::default(), PlatformHidden::new());
+        if let Some(state) = open_or_none(store, txn, tables.state())? {
+            if let Some(v) = state.get("stats").map_err(|e| store.err(e))? {
+                stats = decode(store, v.value(), "corpus stats")?;
+            }
+            if let Some(v) = state.get("platform_hidden").map_err(|e| store.err(e))? {
+                hidden = decode(store, v.value(), "platform hidden list")?;
+            }
+        }
+        Ok(Snapshot {
+            store,
+            postings,
+            docs,
+            stats,
+            hidden,
+        })
+    }
+
+    /// The profile's corpus statistics.
+    pub fn stats(&self) -> &CorpusStats {
+        &self.stats
+    }
+
+    /// Reads the head and body of document `doc`.
+    pub fn doc(&self, doc: u32) -> Result<Option<(DocHead, DocBody)>, StoreError> {
+        let Some(docs) = &self.docs else {
+            return Ok(None);
+        };
+        match docs.get(doc).map_err(|e| self.store.err(e))? {
+            Some(v) => Ok(Some(decode(self.store, v.value(), "document")?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every document, in id order.
+    pub fn all_docs(&self) -> Result<Vec<(u32, DocHead, DocBody)>, StoreError> {
+        let Some(docs) = &self.docs else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for row in docs.iter().map_err(|e| self.store.err(e))? {
+            let (k, v) = row.map_err(|e| self.store.err(e))?;
+            let (h, b): (DocHead, DocBody) = decode(self.store, v.value(), "document")?;
+            out.push((k.value(), h, b));
+        }
+        Ok(out)
+    }
+
+    /// The top `opts.k` skills for `query`, best first; ties ordered by id, then path.
+    pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Vec<Hit>, StoreError> {
+        let (scores, _, _) = self.score_all(query, opts)?;
+        rank::top_k(self, scores, opts.k)
+    }
+
+    /// Explains the score of the skill `id` (or name) for `query`; of several skills so
+    /// named, an offered one.
+    pub fn explain(
+        &self,
+        query: &str,
+        id: &str,
+        opts: &SearchOptions,
+    ) -> Result<Option<Explanation>, StoreError> {
+        explain::explain(self, query, id, opts)
+    }
+
+    /// The collection statistics with the documents hidden on `platform` left out.
+    fn view(&self, platform: Option<&str>) -> Result<View, StoreError> {
+        let hidden: FxHashSet<u32> = platform
+            .and_then(|p| self.hidden.get(p))
+            .map(|ids| ids.iter().copied().collect())
+            .unwrap_or_default();
+        let mut n = self.stats.docs;
+        let mut sums = self.stats.sum_lens;
+        for &d in &hidden {
+            if let Some((h, _)) = self.doc(d)? {
+                n -= 1;
+                for (sum, len) in sums.iter_mut().zip(h.lens) {
+                    *sum -= u64::from(len);
+                }
+            }
+        }
+        let avg = sums.map(|s| if n == 0 { 0.0 } else { s as f64 / f64::from(n) });
+        Ok(View { hidden, n, avg })
+    }
+
+    /// Every step but the last: view, plan, score, floor. Search and explain share it, so
+    /// an explanation's total and rank are those of the search.
+    fn score_all(&self, query: &str, opts: &SearchOptions) -> Result<Scored, StoreError> {
+        let view = self.view(opts.platform.as_deref())?;
+        if view.n == 0 {
+            return Ok((Vec::new(), Plan::default(), view));
+        }
+        let plan = plan::plan(self, query, opts, &view)?;
+        let floor = rank::floor(&plan, view.n, opts);
+        let scores = score::score_all(self, &plan, &view, opts, floor)?;
+        Ok((scores, plan, view))
+    }
+}

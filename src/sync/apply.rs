@@ -1,0 +1,325 @@
+//! Apply: write a [`Plan`] into the profile's tables, inside the sync's write transaction.
+//!
+//! Manifest entries are written and deleted as planned. When documents come or go, or the
+//! configuration changed, every document's offer is decided again ([`offers`]) and only
+//! the postings lists of the terms of documents whose offer changed are rewritten, each
+//! read and written once. The statistics, the configuration snapshot and the per-platform
+//! hidden lists are written last, with the generation one higher.
+
+use super::observe::{Observation, Observed};
+use super::plan::{offers, Plan};
+use crate::fields::FIELD_COUNT;
+use crate::postings::{self, Posting};
+use crate::skill::Origin;
+use crate::store::records::*;
+use crate::store::{self, decode, decode_head, encode, ProfileTables, Store, StoreError};
+use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+
+/// What a commit will leave behind, for the report.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The profile's generation after the commit.
+    pub generation: u64,
+    /// Documents offered.
+    pub active: usize,
+    /// Documents indexed but not offered.
+    pub inactive: usize,
+}
+
+/// Writes `plan` into `txn`. `stats` are the statistics committed now (the plan's
+/// `current`), `observed` the observations the plan's new documents point into.
+#[allow(clippy::too_many_arguments)]
+pub fn apply(
+    store: &Store,
+    tables: &ProfileTables,
+    txn: &WriteTransaction,
+    plan: Plan,
+    observed: &mut [Observed],
+    config: &ConfigSnapshot,
+    os: &str,
+    mut stats: CorpusStats,
+    now_ns: i64,
+) -> Result<Applied, StoreError> {
+    let err = |e: redb::Error| store.err(e);
+    {
+        let mut manifest = txn
+            .open_table(tables.manifest())
+            .map_err(|e| err(e.into()))?;
+        for (key, entry) in &plan.puts {
+            manifest
+                .insert(key.as_str(), encode(entry).as_slice())
+                .map_err(|e| err(e.into()))?;
+        }
+        for key in &plan.deletes {
+            manifest.remove(key.as_str()).map_err(|e| err(e.into()))?;
+        }
+    }
+    let mut state = txn.open_table(tables.state()).map_err(|e| err(e.into()))?;
+    stats.next_doc = plan.next_doc;
+    if plan.touches_documents() {
+        let mut docs = Documents {
+            store,
+            txn,
+            tables,
+            remove: FxHashMap::default(),
+            add: FxHashMap::default(),
+        };
+        let new = take_new(&plan, observed);
+        let hidden = docs.apply(plan.gone, new, config, os, &mut stats)?;
+        state
+            .insert("platform_hidden", encode(&hidden).as_slice())
+            .map_err(|e| err(e.into()))?;
+        docs.flush_postings()?;
+    }
+    stats.generation += 1;
+    stats.synced_at_ns = now_ns;
+    stats.os = os.to_owned();
+    state
+        .insert("stats", encode(&stats).as_slice())
+        .map_err(|e| err(e.into()))?;
+    state
+        .insert("config", encode(config).as_slice())
+        .map_err(|e| err(e.into()))?;
+    let total = txn
+        .open_table(tables.docs())
+        .map_err(|e| err(e.into()))?
+        .len()
+        .map_err(|e| err(e.into()))? as usize;
+    Ok(Applied {
+        generation: stats.generation,
+        active: stats.docs as usize,
+        inactive: total.saturating_sub(stats.docs as usize),
+    })
+}
+
+/// A document the apply phase adds.
+struct NewDoc {
+    head: DocHead,
+    body: DocBody,
+    terms: Vec<TermEntry>,
+}
+
+/// Moves the parsed skills the plan adds out of their observations.
+fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
+    let mut out = Vec::with_capacity(plan.new.len());
+    for &(id, i) in &plan.new {
+        let o = &mut observed[i];
+        let Observation::Changed { parsed, .. } =
+            std::mem::replace(&mut o.observation, Observation::Vanished)
+        else {
+            continue;
+        };
+        let key = o.candidate.key();
+        let rank = match &o.candidate.location.origin {
+            Origin::Local => 0,
+            Origin::External(i) => 1 + i,
+            Origin::Plugin(_) => u32::MAX,
+        };
+        let super::observe::Parsed { skill, analyzed } = *parsed;
+        let doc = NewDoc {
+            head: DocHead {
+                id: skill.id,
+                name: skill.name,
+                dir_name: skill.dir_name,
+                rank,
+                key,
+                platforms: skill.platforms.clone(),
+                environments: skill.environments,
+                lens: analyzed.lens,
+                inactive: None,
+            },
+            body: DocBody {
+                category: skill.category,
+                description: skill.description,
+                origin: o.candidate.location.origin.clone(),
+                platforms: skill.platforms,
+                triggers: skill.triggers,
+                tags: skill.tags,
+                conditions: skill.conditions,
+                notes: skill.notes,
+                flags: skill.flags,
+            },
+            terms: analyzed.terms,
+        };
+        out.push((id, doc));
+    }
+    out
+}
+
+/// The document tables and the postings changes queued while they are updated.
+struct Documents<'t> {
+    store: &'t Store,
+    txn: &'t WriteTransaction,
+    tables: &'t ProfileTables,
+    /// Postings to take out, per term.
+    remove: FxHashMap<String, FxHashSet<u32>>,
+    /// Postings to put in, per term.
+    add: FxHashMap<String, Vec<Posting>>,
+}
+
+impl Documents<'_> {
+    fn err(&self, e: impl Into<redb::Error>) -> StoreError {
+        self.store.err(e.into())
+    }
+
+    /// Removes `gone`, inserts `new`, decides every document's offer and queues the
+    /// postings changes; returns the per-platform hidden lists.
+    fn apply(
+        &mut self,
+        gone: Vec<u32>,
+        new: Vec<(u32, NewDoc)>,
+        config: &ConfigSnapshot,
+        os: &str,
+        stats: &mut CorpusStats,
+    ) -> Result<PlatformHidden, StoreError> {
+        let mut docs = self
+            .txn
+            .open_table(self.tables.docs())
+            .map_err(|e| self.err(e))?;
+        let mut terms = self
+            .txn
+            .open_table(self.tables.terms())
+            .map_err(|e| self.err(e))?;
+
+        let mut heads: BTreeMap<u32, DocHead> = BTreeMap::new();
+        for row in docs.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            heads.insert(k.value(), decode_head(self.store, v.value())?);
+        }
+        for d in gone {
+            if let Some(head) = heads.remove(&d) {
+                if head.inactive.is_none() {
+                    let t = store::read_terms(self.store, &terms, d)?;
+                    self.queue_remove(d, &t);
+                }
+            }
+            docs.remove(d).map_err(|e| self.err(e))?;
+            terms.remove(d).map_err(|e| self.err(e))?;
+        }
+        let mut new_by_id: FxHashMap<u32, NewDoc> = FxHashMap::default();
+        for (id, doc) in new {
+            heads.insert(id, doc.head.clone());
+            new_by_id.insert(id, doc);
+        }
+
+        let decided = offers(&heads, config, os);
+        stats.docs = 0;
+        stats.sum_lens = [0u64; FIELD_COUNT];
+        for (id, head) in heads.iter_mut() {
+            let now = decided.get(id).cloned().flatten();
+            if now.is_none() {
+                stats.docs += 1;
+                for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
+                    *sum += u64::from(len);
+                }
+            }
+            if let Some(doc) = new_by_id.remove(id) {
+                head.inactive = now;
+                if head.inactive.is_none() {
+                    self.queue_add(*id, &doc.terms);
+                }
+                docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
+                    .map_err(|e| self.err(e))?;
+                terms
+                    .insert(*id, encode(&doc.terms).as_slice())
+                    .map_err(|e| self.err(e))?;
+                continue;
+            }
+            if head.inactive == now {
+                continue;
+            }
+            let t = store::read_terms(self.store, &terms, *id)?;
+            match (&head.inactive, &now) {
+                (None, Some(_)) => self.queue_remove(*id, &t),
+                (Some(_), None) => self.queue_add(*id, &t),
+                _ => {}
+            }
+            head.inactive = now;
+            let bytes = docs
+                .get(*id)
+                .map_err(|e| self.err(e))?
+                .map(|v| v.value().to_vec());
+            if let Some(bytes) = bytes {
+                let (_, rest) = postcard::take_from_bytes::<DocHead>(&bytes)
+                    .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
+                let body: DocBody = decode(self.store, rest, "document body")?;
+                docs.insert(*id, encode(&(&*head, &body)).as_slice())
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+
+        let mut hidden: PlatformHidden = BTreeMap::new();
+        for (platform, names) in &config.platform_disabled {
+            let ids: Vec<u32> = heads
+                .iter()
+                .filter(|(_, h)| {
+                    h.inactive.is_none() && (names.contains(&h.name) || names.contains(&h.dir_name))
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            hidden.insert(platform.clone(), ids);
+        }
+        Ok(hidden)
+    }
+
+    fn queue_remove(&mut self, doc: u32, terms: &[TermEntry]) {
+        for (t, _) in terms {
+            match self.remove.get_mut(t.as_str()) {
+                Some(docs) => {
+                    docs.insert(doc);
+                }
+                None => {
+                    self.remove.insert(t.clone(), FxHashSet::from_iter([doc]));
+                }
+            }
+        }
+    }
+
+    fn queue_add(&mut self, doc: u32, terms: &[TermEntry]) {
+        for (t, stats) in terms {
+            let posting = Posting { doc, stats: *stats };
+            match self.add.get_mut(t.as_str()) {
+                Some(list) => list.push(posting),
+                None => {
+                    self.add.insert(t.clone(), vec![posting]);
+                }
+            }
+        }
+    }
+
+    fn flush_postings(&mut self) -> Result<(), StoreError> {
+        let mut table = self
+            .txn
+            .open_table(self.tables.postings())
+            .map_err(|e| self.err(e))?;
+        let mut touched: Vec<String> = self.remove.keys().chain(self.add.keys()).cloned().collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for term in touched {
+            let mut list = match table.get(term.as_str()).map_err(|e| self.err(e))? {
+                Some(v) => postings::decode(v.value())
+                    .map_err(|e| self.store.bad_record(format!("postings of {term:?}: {e}")))?,
+                None => Vec::new(),
+            };
+            if let Some(gone) = self.remove.get(&term) {
+                list.retain(|p| !gone.contains(&p.doc));
+            }
+            if let Some(new) = self.add.remove(&term) {
+                list.extend(new);
+                list.sort_unstable_by_key(|p| p.doc);
+                list.dedup_by_key(|p| p.doc);
+            }
+            if list.is_empty() {
+                table.remove(term.as_str()).map_err(|e| self.err(e))?;
+            } else {
+                table
+                    .insert(term.as_str(), postings::encode(&list).as_slice())
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        self.remove.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,447 @@
+//! Sync: bring one profile's index in line with the skills on disk.
+//!
+//! Three steps, so the write lock is held only to write:
+//! 1. [`observe`], with no lock: read the profile's config, walk its roots, stat every
+//!    SKILL.md, and against the base (the last commit, read in one read transaction) hash
+//!    only files whose stat changed and parse only files whose hash changed, in parallel.
+//! 2. [`plan`], pure: the base, the observations, the configuration and the OS → the
+//!    changes. An empty plan ends the sync without opening the file for writing.
+//! 3. [`apply`], in one write transaction: when another sync committed after the base
+//!    was read (the profile's generation moved), plan again against what is committed
+//!    now; then write the plan and commit.
+
+pub mod apply;
+pub mod observe;
+pub mod plan;
+
+use crate::config::HermesConfig;
+use crate::failpoint;
+use crate::home::Profile;
+use crate::scan::{self, Problem};
+use crate::skill;
+use crate::store::records::*;
+use crate::store::{self, decode, encode, ProfileTables, Store, StoreError, PROFILES};
+use plan::Committed;
+use redb::{ReadableTable, WriteTransaction};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+pub use observe::MAX_FILE_BYTES;
+
+/// How a sync should run.
+#[derive(Default)]
+pub struct SyncOptions<'a> {
+    /// Forget the profile's index and build it again from the files.
+    pub rebuild: bool,
+    /// Called with (files examined, files to examine) while files are read.
+    pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    /// The OS to decide `platforms` for; the running one when `None`.
+    pub os: Option<String>,
+}
+
+/// What a sync did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SyncReport {
+    /// The profile synced.
+    pub profile: String,
+    /// Skills indexed for the first time.
+    pub added: usize,
+    /// Skills whose SKILL.md changed.
+    pub updated: usize,
+    /// Skills gone from disk.
+    pub removed: usize,
+    /// Skills left as they were.
+    pub unchanged: usize,
+    /// Files and folders that could not be indexed, with the reason.
+    pub skipped: Vec<Problem>,
+    /// Skills indexed through a fallback (e.g. invalid YAML read as `key: value` lines),
+    /// or flagged as a possible prompt injection.
+    pub warnings: Vec<Problem>,
+    /// Skills indexed but not offered (disabled, other OS, shadowed).
+    pub inactive: usize,
+    /// Skills offered.
+    pub active: usize,
+    /// Files whose bytes were read and hashed.
+    pub hashed: usize,
+    /// Files parsed and tokenized.
+    pub parsed: usize,
+    /// Folders listed (the others were walked from the folder cache).
+    pub listed: usize,
+    /// Whether a transaction was committed.
+    pub committed: bool,
+    /// Whether another sync committed while this one observed, so it planned again
+    /// against that commit.
+    pub replanned: bool,
+    /// The profile's generation after the sync.
+    pub generation: u64,
+    /// How long the write lock was waited for (opening the file for writing and beginning
+    /// the write transaction), in milliseconds.
+    pub lock_wait_ms: f64,
+    /// Wall time, in milliseconds.
+    pub elapsed_ms: f64,
+    /// Where the time went, in milliseconds, by phase.
+    pub phases_ms: Vec<(&'static str, f64)>,
+}
+
+impl SyncReport {
+    fn phase(&mut self, name: &'static str, since: &mut Instant) {
+        self.phases_ms
+            .push((name, since.elapsed().as_secs_f64() * 1e3));
+        *since = Instant::now();
+    }
+
+    fn take_tally(&mut self, tally: plan::Tally) {
+        self.added = tally.added;
+        self.updated = tally.updated;
+        self.removed = tally.removed;
+        self.unchanged = tally.unchanged;
+        self.skipped.extend(tally.skipped);
+        self.warnings.extend(tally.warnings);
+        self.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        self.warnings.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+}
+
+/// Why a sync failed as a whole (single files never fail a sync).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn fail_point(store: &Store, name: &str) -> Result<(), StoreError> {
+    failpoint::point(name).map_err(|source| StoreError::Io {
+        path: store.path().to_owned(),
+        source,
+    })
+}
+
+/// Syncs `profile` into `store`.
+pub fn sync_profile(
+    store: &Store,
+    profile: &Profile,
+    opts: &SyncOptions<'_>,
+) -> Result<SyncReport, SyncError> {
+    let started = Instant::now();
+    let now = now_ns();
+    let os = opts
+        .os
+        .clone()
+        .unwrap_or_else(|| skill::current_os().to_owned());
+    let tables = ProfileTables::new(&profile.name);
+    let mut report = SyncReport {
+        profile: profile.name.clone(),
+        ..Default::default()
+    };
+    if let Some(recorded) = store.root_home()? {
+        if recorded != profile.root {
+            return Err(StoreError::OtherHome {
+                path: store.path().to_owned(),
+                recorded,
+                requested: profile.root.clone(),
+            }
+            .into());
+        }
+    }
+
+    let config = match HermesConfig::load(&profile.home) {
+        Ok(c) => c,
+        Err(e) => {
+            report.warnings.push(Problem {
+                path: profile.home.join("config.yaml"),
+                reason: e.to_string(),
+            });
+            HermesConfig::default()
+        }
+    };
+    let snapshot = ConfigSnapshot::of(&config);
+    let roots = scan::skill_roots(&profile.home, &config);
+    let mut mark = Instant::now();
+    let (base, dir_cache) = if opts.rebuild {
+        Default::default()
+    } else {
+        read_base(store, &tables)?
+    };
+    report.phase("read base", &mut mark);
+    fail_point(store, failpoint::names::SYNC_AFTER_BASE)?;
+
+    let found = scan::scan(&roots, &dir_cache, now);
+    report.phase("scan", &mut mark);
+    report.skipped.extend(found.problems);
+    report.warnings.extend(found.notices);
+    report.listed = found.listed;
+    let mut observed = observe::observe(found.found, &base.manifest, opts.progress);
+    report.phase("hash and parse", &mut mark);
+    report.hashed = observed
+        .iter()
+        .filter(|o| o.observation.hash().is_some())
+        .count();
+    report.parsed = observed
+        .iter()
+        .filter(|o| matches!(o.observation, observe::Observation::Changed { .. }))
+        .count();
+
+    let dirs = DirUpdate::diff(&dir_cache, found.listings);
+    // Refreshing the folder cache is worth a write of its own only when much of it is
+    // missing or stale (a first sync after an upgrade); otherwise it rides along with the
+    // next commit, and the few folders it lacks are listed meanwhile.
+    let dirs_worth_writing = dirs.len() > 32.max(dir_cache.len() / 100);
+    let no_conflicts = FxHashMap::default();
+    let mut planned = plan::plan(&base, &base, &observed, &no_conflicts, &snapshot, &os, now);
+    if !opts.rebuild && planned.is_empty() && !dirs_worth_writing {
+        report.take_tally(planned.tally);
+        report.generation = base.stats.generation;
+        let (active, inactive) = count_offered(store, &tables)?;
+        report.active = active;
+        report.inactive = inactive;
+        report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        return Ok(report);
+    }
+
+    fail_point(store, failpoint::names::SYNC_BEFORE_WRITE)?;
+    let wait = Instant::now();
+    let writer;
+    let store = if store.is_writable() {
+        store
+    } else {
+        writer = Store::open_write(store.path())?;
+        &writer
+    };
+    let txn = store.write()?;
+    report.lock_wait_ms = wait.elapsed().as_secs_f64() * 1e3;
+    report.phase("lock", &mut mark);
+    fail_point(store, failpoint::names::SYNC_IN_WRITE)?;
+    store.claim_root_home(&txn, &profile.root)?;
+
+    let current = if opts.rebuild {
+        let generation = read_stats(store, &txn, &tables)?.generation;
+        store::delete_profile_tables(store, &txn, &tables)?;
+        Committed {
+            stats: CorpusStats {
+                generation,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    } else {
+        let generation = read_stats(store, &txn, &tables)?.generation;
+        if generation == base.stats.generation {
+            base.clone()
+        } else {
+            report.replanned = true;
+            read_committed(store, &txn, &tables)?
+        }
+    };
+    if opts.rebuild || report.replanned {
+        // The file as it is now decides between our look and the other sync's.
+        let fresh: FxHashMap<String, Option<scan::FileStat>> = plan::conflicts(&base, &current)
+            .into_iter()
+            .map(|key| {
+                // Stat as the scan does: through links, regular files only.
+                let stat = std::fs::metadata(&key)
+                    .ok()
+                    .filter(std::fs::Metadata::is_file)
+                    .map(|m| scan::FileStat::of(&m));
+                (key, stat)
+            })
+            .collect();
+        planned = plan::plan(&base, &current, &observed, &fresh, &snapshot, &os, now);
+    }
+    let changed = opts.rebuild || !planned.is_empty();
+    report.take_tally(std::mem::take(&mut planned.tally));
+    if changed || dirs_worth_writing {
+        write_dirs(store, &txn, &tables, &dirs)?;
+    }
+    if changed {
+        let applied = apply::apply(
+            store,
+            &tables,
+            &txn,
+            planned,
+            &mut observed,
+            &snapshot,
+            &os,
+            current.stats,
+            now,
+        )?;
+        report.generation = applied.generation;
+        report.active = applied.active;
+        report.inactive = applied.inactive;
+        let mut profiles = txn.open_table(PROFILES).map_err(|e| store.err(e))?;
+        let info = ProfileInfo {
+            home: profile.home.to_string_lossy().into_owned(),
+        };
+        profiles
+            .insert(profile.name.as_str(), encode(&info).as_slice())
+            .map_err(|e| store.err(e))?;
+    } else {
+        report.generation = current.stats.generation;
+    }
+    report.phase("apply", &mut mark);
+    if changed || dirs_worth_writing {
+        fail_point(store, failpoint::names::SYNC_BEFORE_COMMIT)?;
+        store.commit(txn)?;
+        report.phase("commit", &mut mark);
+        report.committed = true;
+    } else {
+        txn.abort().map_err(|e| store.err(e))?;
+    }
+    if !changed {
+        let (active, inactive) = count_offered(store, &tables)?;
+        report.active = active;
+        report.inactive = inactive;
+    }
+    report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(report)
+}
+
+/// Reads the base of a sync in one read transaction: the committed state and the folder
+/// cache. One transaction matters: a manifest and statistics from two different commits
+/// would make the apply step trust a manifest that is not the one its generation names.
+fn read_base(
+    store: &Store,
+    tables: &ProfileTables,
+) -> Result<(Committed, scan::DirCache), StoreError> {
+    let txn = store.read()?;
+    let mut base = Committed::default();
+    let mut dirs = scan::DirCache::default();
+    if let Some(manifest) = store::open_or_none(store, &txn, tables.manifest())? {
+        base.manifest = read_manifest(store, &manifest)?;
+    }
+    if let Some(state) = store::open_or_none(store, &txn, tables.state())? {
+        (base.stats, base.config) = read_state(store, &state)?;
+    }
+    if let Some(table) = store::open_or_none(store, &txn, tables.dirs())? {
+        for row in table.iter().map_err(|e| store.err(e))? {
+            let (k, v) = row.map_err(|e| store.err(e))?;
+            dirs.insert(
+                k.value().to_owned(),
+                decode(store, v.value(), "folder listing")?,
+            );
+        }
+    }
+    Ok((base, dirs))
+}
+
+/// Reads the committed state inside the sync's write transaction.
+fn read_committed(
+    store: &Store,
+    txn: &WriteTransaction,
+    tables: &ProfileTables,
+) -> Result<Committed, StoreError> {
+    let manifest = txn
+        .open_table(tables.manifest())
+        .map_err(|e| store.err(e))?;
+    let state = txn.open_table(tables.state()).map_err(|e| store.err(e))?;
+    let (stats, config) = read_state(store, &state)?;
+    Ok(Committed {
+        manifest: read_manifest(store, &manifest)?,
+        stats,
+        config,
+    })
+}
+
+fn read_stats(
+    store: &Store,
+    txn: &WriteTransaction,
+    tables: &ProfileTables,
+) -> Result<CorpusStats, StoreError> {
+    let state = txn.open_table(tables.state()).map_err(|e| store.err(e))?;
+    Ok(read_state(store, &state)?.0)
+}
+
+fn read_manifest(
+    store: &Store,
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<FxHashMap<String, ManifestEntry>, StoreError> {
+    let mut out = FxHashMap::default();
+    for row in table.iter().map_err(|e| store.err(e))? {
+        let (k, v) = row.map_err(|e| store.err(e))?;
+        out.insert(
+            k.value().to_owned(),
+            decode(store, v.value(), "manifest entry")?,
+        );
+    }
+    Ok(out)
+}
+
+fn read_state(
+    store: &Store,
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<(CorpusStats, Option<ConfigSnapshot>), StoreError> {
+    let stats = match table.get("stats").map_err(|e| store.err(e))? {
+        Some(v) => decode(store, v.value(), "corpus stats")?,
+        None => CorpusStats::default(),
+    };
+    let config = match table.get("config").map_err(|e| store.err(e))? {
+        Some(v) => Some(decode(store, v.value(), "config snapshot")?),
+        None => None,
+    };
+    Ok((stats, config))
+}
+
+/// (offered, indexed but not offered) in the last commit, for the report.
+fn count_offered(store: &Store, tables: &ProfileTables) -> Result<(usize, usize), StoreError> {
+    let txn = store.read()?;
+    let Some(state) = store::open_or_none(store, &txn, tables.state())? else {
+        return Ok((0, 0));
+    };
+    let active = read_state(store, &state)?.0.docs as usize;
+    let total = match store::open_or_none(store, &txn, tables.docs())? {
+        Some(docs) => store::row_count(store, &docs)? as usize,
+        None => 0,
+    };
+    Ok((active, total.saturating_sub(active)))
+}
+
+/// The folder-cache rows a commit writes and deletes.
+#[derive(Default)]
+struct DirUpdate {
+    puts: Vec<(String, scan::DirListing)>,
+    dels: Vec<String>,
+}
+
+impl DirUpdate {
+    fn diff(old: &scan::DirCache, listings: Vec<(String, scan::DirListing)>) -> DirUpdate {
+        let mut seen = FxHashSet::default();
+        let mut update = DirUpdate::default();
+        for (key, listing) in listings {
+            if old.get(&key) != Some(&listing) {
+                update.puts.push((key.clone(), listing));
+            }
+            seen.insert(key);
+        }
+        update.dels = old.keys().filter(|k| !seen.contains(*k)).cloned().collect();
+        update
+    }
+
+    fn len(&self) -> usize {
+        self.puts.len() + self.dels.len()
+    }
+}
+
+fn write_dirs(
+    store: &Store,
+    txn: &WriteTransaction,
+    tables: &ProfileTables,
+    update: &DirUpdate,
+) -> Result<(), StoreError> {
+    let mut table = txn.open_table(tables.dirs()).map_err(|e| store.err(e))?;
+    for (key, listing) in &update.puts {
+        table
+            .insert(key.as_str(), encode(listing).as_slice())
+            .map_err(|e| store.err(e))?;
+    }
+    for key in &update.dels {
+        table.remove(key.as_str()).map_err(|e| store.err(e))?;
+    }
+    Ok(())
+}
