@@ -1,22 +1,24 @@
-//! Schema 2 → 3: typed offer decisions, injection flags apart from notes, environments.
+//! Schema 2 → 3: typed offer decisions, injection flags apart from notes, environments,
+//! and the offer rules a query applies for its session.
 //!
 //! Schema 3 stores why a skill is not offered as [`NotOffered`] instead of prose, keeps the
 //! possible prompt injections found in a skill (`DocBody::flags`) apart from the parser's
 //! notes, and records each skill's Hermes `environments` in its head. The step decodes
 //! every record with the frozen schema-2 types, decides every offer again from the heads
-//! and the stored configuration (the same rule the sync applies), rebuilds the postings and
+//! and the stored configuration (the same [`offer::decide`] the sync applies, which replaces
+//! the per-platform hidden lists with the offer rules), rebuilds the postings and
 //! statistics from the forward index so they match those decisions, and marks every
 //! manifest entry for re-reading: the next sync parses each file again and records its
 //! `environments`. Until then the index answers as before.
 
 use super::schema_v2 as v2;
 use crate::fields::FIELD_COUNT;
+use crate::offer;
 use crate::postings::{self, Posting};
 use crate::scan::FileStat;
 use crate::skill::{Conditions, Origin};
 use crate::store::records::*;
 use crate::store::{decode, encode, ProfileTables, Result, Store, PROFILES};
-use crate::sync::plan::offers;
 use redb::{ReadableTable, WriteTransaction};
 use std::collections::BTreeMap;
 
@@ -36,46 +38,56 @@ pub fn migrate(store: &Store, txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-fn head(old: v2::DocHead) -> DocHead {
-    DocHead {
+fn record(old: v2::DocHead, old_body: v2::DocBody) -> (DocHead, DocBody) {
+    let (flags, notes) = old_body
+        .notes
+        .into_iter()
+        .partition(|n| n.contains("possible prompt injection"));
+    let c = old_body.conditions;
+    let origin = match old_body.origin {
+        v2::Origin::Local => Origin::Local,
+        v2::Origin::External(i) => Origin::External(i),
+        v2::Origin::Plugin(p) => Origin::Plugin(p),
+    };
+    // Until the next sync re-reads the file, the folder path is the category's and the
+    // folder's (right for every skill below a category folder).
+    let folder = if old_body.category == old.dir_name {
+        old.dir_name.clone()
+    } else {
+        format!("{}/{}", old_body.category, old.dir_name)
+    };
+    let head = DocHead {
         id: old.id,
         name: old.name,
         dir_name: old.dir_name,
+        folder,
+        category: old_body.category.clone(),
         rank: old.rank,
         key: old.key,
         platforms: old.platforms,
         environments: Vec::new(),
-        lens: old.lens,
-        inactive: None,
-    }
-}
-
-fn body(old: v2::DocBody) -> DocBody {
-    let (flags, notes) = old
-        .notes
-        .into_iter()
-        .partition(|n| n.contains("possible prompt injection"));
-    let c = old.conditions;
-    DocBody {
-        category: old.category,
-        description: old.description,
-        origin: match old.origin {
-            v2::Origin::Local => Origin::Local,
-            v2::Origin::External(i) => Origin::External(i),
-            v2::Origin::Plugin(p) => Origin::Plugin(p),
-        },
-        platforms: old.platforms,
-        triggers: old.triggers,
-        tags: old.tags,
+        has_environments: false,
         conditions: Conditions {
             requires_toolsets: c.requires_toolsets,
             requires_tools: c.requires_tools,
             fallback_for_toolsets: c.fallback_for_toolsets,
             fallback_for_tools: c.fallback_for_tools,
+            never_with_tools: false,
         },
+        lens: old.lens,
+        inactive: None,
+    };
+    let body = DocBody {
+        category: old_body.category,
+        description: old_body.description,
+        origin,
+        platforms: old_body.platforms,
+        triggers: old_body.triggers,
+        tags: old_body.tags,
         notes,
         flags,
-    }
+    };
+    (head, body)
 }
 
 fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables) -> Result<()> {
@@ -98,20 +110,23 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
     for row in docs.iter().map_err(|e| store.err(e))? {
         let (k, v) = row.map_err(|e| store.err(e))?;
         let (h, b): (v2::DocHead, v2::DocBody) = decode(store, v.value(), "schema-2 document")?;
-        records.insert(k.value(), (head(h), body(b)));
+        records.insert(k.value(), record(h, b));
     }
     let heads: BTreeMap<u32, DocHead> = records
         .iter()
         .map(|(id, (h, _))| (*id, h.clone()))
         .collect();
-    let decided = offers(&heads, &config, &old_stats.os);
+    let decided = offer::decide(&heads, &config, &old_stats.os);
 
     let terms = txn.open_table(tables.terms()).map_err(|e| store.err(e))?;
     let mut lists: BTreeMap<String, Vec<Posting>> = BTreeMap::new();
     let mut offered = 0u32;
     let mut sum_lens = [0u64; FIELD_COUNT];
     for (id, (h, b)) in &mut records {
-        h.inactive = decided.get(id).cloned().flatten();
+        h.inactive = decided.inactive.get(id).cloned().flatten();
+        if let Some(new_id) = decided.ids.get(id) {
+            h.id = new_id.clone();
+        }
         if h.inactive.is_none() {
             offered += 1;
             for (sum, len) in sum_lens.iter_mut().zip(h.lens) {
@@ -146,17 +161,6 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
     }
     drop(table);
 
-    let mut hidden: PlatformHidden = BTreeMap::new();
-    for (platform, names) in &config.platform_disabled {
-        let ids = records
-            .iter()
-            .filter(|(_, (h, _))| {
-                h.inactive.is_none() && (names.contains(&h.name) || names.contains(&h.dir_name))
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        hidden.insert(platform.clone(), ids);
-    }
     let stats = CorpusStats {
         docs: offered,
         sum_lens,
@@ -168,12 +172,13 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
     for (key, value) in [
         ("stats", encode(&stats)),
         ("config", encode(&config)),
-        ("platform_hidden", encode(&hidden)),
+        ("offer_rules", encode(&decided.rules)),
     ] {
         state
             .insert(key, value.as_slice())
             .map_err(|e| store.err(e))?;
     }
+    state.remove("platform_hidden").map_err(|e| store.err(e))?;
     drop(state);
 
     let mut manifest = txn

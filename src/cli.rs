@@ -1,8 +1,10 @@
-//! The command line: `skillidx sync | search | explain | stats | list | hermes install|uninstall`.
+//! The command line: `skillidx sync | search | explain | offered | stats | list | hermes
+//! install|uninstall`.
 //!
 //! Lives in the library so the Python package's `skillidx` command runs the very same code.
 
 use crate::home::{Profile, Root};
+use crate::offer::{Environments, Session};
 use crate::search::{Params, Ranking, SearchOptions};
 use crate::sync::{SyncOptions, SyncReport};
 use crate::Index;
@@ -62,9 +64,8 @@ enum Command {
         /// How many skills.
         #[arg(short, default_value_t = 6)]
         k: usize,
-        /// The messaging platform whose disabled skills are left out (cli, telegram, …).
-        #[arg(long)]
-        platform: Option<String>,
+        #[command(flatten)]
+        session: SessionArgs,
         /// Read JSON lines `{"query": …, "k": …, "platform": …, "profile": …}` from stdin and
         /// answer each with a JSON line, on one open index.
         #[arg(long, conflicts_with = "query")]
@@ -80,9 +81,8 @@ enum Command {
         query: String,
         /// The skill id or name.
         skill: String,
-        /// The messaging platform.
-        #[arg(long)]
-        platform: Option<String>,
+        #[command(flatten)]
+        session: SessionArgs,
         #[command(flatten)]
         bm25: Bm25Args,
         #[command(flatten)]
@@ -102,6 +102,15 @@ enum Command {
         /// stop-words, typos, floor, body, body-apart, cjk-on-seed.
         #[arg(long, value_delimiter = ',')]
         without: Vec<String>,
+        #[command(flatten)]
+        session: SessionArgs,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List what Hermes' `<available_skills>` offers in a session: (category, name) pairs.
+    Offered {
+        #[command(flatten)]
+        session: SessionArgs,
         #[command(flatten)]
         common: Common,
     },
@@ -143,6 +152,61 @@ enum HermesAction {
         #[command(flatten)]
         common: Common,
     },
+}
+
+/// The session an answer is for (see `docs/offer-rules.md`).
+#[derive(Args, Debug, Clone, Default)]
+struct SessionArgs {
+    /// The messaging platform whose `skills.platform_disabled` list applies (default:
+    /// $HERMES_PLATFORM, else $HERMES_SESSION_PLATFORM; none in CLI/TUI/cron).
+    #[arg(long)]
+    platform: Option<String>,
+    /// The session's tool names, comma-separated (with --toolsets absent, no toolsets).
+    #[arg(long)]
+    tools: Option<String>,
+    /// The session's toolsets, comma-separated (with --tools absent, no tools).
+    #[arg(long)]
+    toolsets: Option<String>,
+    /// No tool information (the default without --tools/--toolsets): no tool condition hides.
+    #[arg(long, conflicts_with_all = ["tools", "toolsets"])]
+    no_tool_info: bool,
+    /// The active environments, comma-separated (kanban, docker, s6; "" for none) instead
+    /// of detecting them.
+    #[arg(long, conflicts_with = "detect_env")]
+    env: Option<String>,
+    /// Detect the environments as Hermes does in this process (the default).
+    #[arg(long)]
+    detect_env: bool,
+    /// Offer plugins' skills (`<home>/plugins/*/skills`) too; Hermes never lists them.
+    #[arg(long)]
+    plugins: bool,
+}
+
+impl SessionArgs {
+    fn session(&self, profile: &Profile) -> Result<Session> {
+        let mut session = Session::detect(&profile.home);
+        if let Some(env) = &self.env {
+            session.environments = Environments::parse(env).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(p) = &self.platform {
+            session.platform = (!p.is_empty()).then(|| p.clone());
+        }
+        let set = |s: &Option<String>| {
+            s.as_ref().map(|s| {
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+        };
+        if !self.no_tool_info {
+            session.tools = set(&self.tools);
+            session.toolsets = set(&self.toolsets);
+        }
+        session.plugins = self.plugins;
+        Ok(session)
+    }
 }
 
 #[derive(Args, Debug, Clone, Copy)]
@@ -232,22 +296,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Search {
             query,
             k,
-            platform,
+            session,
             batch,
             bm25,
             common,
         } => {
             let (_, index, profile) = open_query(&common)?;
+            let session = session.session(&profile)?;
             let profile = profile.name;
             if batch {
-                return search_batch(&index, &profile, bm25);
+                return search_batch(&index, &profile, bm25, &session);
             }
             let Some(query) = query else {
                 bail!("give a QUERY, or --batch")
             };
             let opts = SearchOptions {
                 k,
-                platform,
+                session: Some(session),
                 params: bm25.params(),
                 ranking: bm25.ranking,
                 floor: bm25.floor,
@@ -269,15 +334,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Explain {
             query,
             skill,
-            platform,
+            session,
             bm25,
             common,
         } => {
             let (_, index, profile) = open_query(&common)?;
+            let session = session.session(&profile)?;
             let profile = profile.name;
             let opts = SearchOptions {
                 k: 6,
-                platform,
+                session: Some(session),
                 params: bm25.params(),
                 ranking: bm25.ranking,
                 floor: bm25.floor,
@@ -332,6 +398,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             ranking,
             misses,
             without,
+            session,
             common,
         } => {
             let mut ingredients = crate::search::Ingredients::default();
@@ -339,12 +406,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ingredients = ingredients.without(name).map_err(anyhow::Error::msg)?;
             }
             let (_, index, profile) = open_query(&common)?;
+            let session = session.session(&profile)?;
             let queries = crate::eval::load(&queries)?;
             let skills = profile.home.join("skills");
             let reports = ranking
                 .iter()
                 .map(|r| {
-                    crate::eval::evaluate(&index, &profile.name, &skills, &queries, *r, ingredients)
+                    crate::eval::evaluate(
+                        &index,
+                        &profile.name,
+                        &skills,
+                        &queries,
+                        *r,
+                        ingredients,
+                        &session,
+                    )
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             if common.json {
@@ -377,6 +453,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
                                 &o.top[..o.top.len().min(3)]
                             );
                         }
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Offered { session, common } => {
+            let (_, index, profile) = open_query(&common)?;
+            let session = session.session(&profile)?;
+            let offered = index.offered(&profile.name, &session)?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&offered)?);
+            } else {
+                let mut last = None;
+                for o in &offered {
+                    if last != Some(&o.category) {
+                        println!("{}:", o.category);
+                        last = Some(&o.category);
+                    }
+                    if o.id == o.name {
+                        println!("  - {}", o.name);
+                    } else {
+                        println!("  - {}  (load as {})", o.name, o.id);
                     }
                 }
             }
@@ -630,7 +728,12 @@ fn print_report(r: &SyncReport) {
     }
 }
 
-fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<ExitCode> {
+fn search_batch(
+    index: &Index,
+    default_profile: &str,
+    bm25: Bm25Args,
+    session: &Session,
+) -> Result<ExitCode> {
     #[derive(serde::Deserialize)]
     struct Request {
         #[serde(default)]
@@ -658,6 +761,7 @@ fn search_batch(index: &Index, default_profile: &str, bm25: Bm25Args) -> Result<
             Ok(req) => {
                 let opts = SearchOptions {
                     k: req.k.unwrap_or(6),
+                    session: Some(session.clone()),
                     platform: req.platform,
                     params: bm25.params(),
                     ranking: req.ranking.unwrap_or(bm25.ranking),

@@ -107,36 +107,20 @@ fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// A list of names, given as a YAML list, a single string, or a JSON-array string.
+/// A list of names as Hermes reads `disabled`, `platform_disabled.<p>` and `external_dirs`
+/// (`_normalize_string_set`, `get_external_skills_dirs`): a string is one item (never a
+/// JSON array), a list gives its items, a mapping its keys; each item is `str(item).strip()`,
+/// empty ones dropped.
 fn name_list(v: Option<&Value>) -> Vec<String> {
-    let items: Vec<Value> = match v {
-        Some(Value::Sequence(s)) => s.clone(),
-        Some(Value::String(s)) => {
-            let t = s.trim();
-            if t.starts_with('[') {
-                serde_json::from_str::<Vec<serde_json::Value>>(t)
-                    .map(|a| {
-                        a.into_iter()
-                            .map(|j| match j {
-                                serde_json::Value::String(s) => Value::String(s),
-                                other => Value::String(other.to_string()),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_else(|_| vec![Value::String(s.clone())])
-            } else {
-                vec![Value::String(s.clone())]
-            }
-        }
+    let items: Vec<&Value> = match v {
+        Some(Value::Sequence(s)) => s.iter().collect(),
+        Some(Value::Mapping(m)) => m.keys().collect(),
+        Some(s @ Value::String(_)) => vec![s],
         _ => Vec::new(),
     };
     items
-        .iter()
-        .filter_map(|v| match v {
-            Value::String(s) => Some(s.trim().to_owned()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        })
+        .into_iter()
+        .map(|v| crate::skill::py_str(v).trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect()
 }
@@ -193,13 +177,20 @@ mod tests {
         )
         .unwrap();
         let c = HermesConfig::from_value(&v);
-        assert_eq!(c.disabled, ["a", "b"].map(String::from).into());
+        // A string is one item, JSON-looking or not.
+        assert_eq!(c.disabled, ["[\"a\", \"b\"]"].map(String::from).into());
+        let v: Value = serde_yaml::from_str("skills:\n  disabled: [a, 1, true, ' b ']\n").unwrap();
+        let c2 = HermesConfig::from_value(&v);
+        assert_eq!(
+            c2.disabled,
+            ["1", "True", "a", "b"].map(String::from).into()
+        );
         assert_eq!(
             c.platform_disabled["telegram"],
             ["c"].map(String::from).into()
         );
         assert_eq!(c.external_dirs, ["x"]);
-        assert!(c.is_disabled("zzz", "a"));
+        assert!(c2.is_disabled("zzz", "a"));
     }
 
     #[test]

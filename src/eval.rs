@@ -152,7 +152,7 @@ impl Sums {
 }
 
 /// Runs `queries` against profile `profile` of `index`, whose skills live under
-/// `skills_root`, with `ranking`.
+/// `skills_root`, with `ranking`, for `session`.
 pub fn evaluate(
     index: &Index,
     profile: &str,
@@ -160,13 +160,14 @@ pub fn evaluate(
     queries: &[Query],
     ranking: Ranking,
     ingredients: Ingredients,
+    session: &crate::offer::Session,
 ) -> Result<Report, EvalError> {
-    // Relevant skills that the index does not offer (e.g. a duplicate shadowed by another
-    // collection's copy) cannot be retrieved; the ideal ranking is computed without them.
+    // Relevant skills that the session is not offered (e.g. a duplicate in the same category,
+    // or a skill for another environment) cannot be retrieved; the ideal ranking is computed
+    // without them.
     let offered: HashSet<String> = index
-        .list(profile)?
+        .offered(profile, session)?
         .into_iter()
-        .filter(|s| s.inactive.is_none())
         .map(|s| relative(&s.path, skills_root))
         .collect();
     let mut overall = Sums::default();
@@ -180,6 +181,7 @@ pub fn evaluate(
             ingredients,
             // What the plugin would inject, floor included.
             floor: true,
+            session: Some(session.clone()),
             ..Default::default()
         };
         let hits = index.search(profile, &q.query, &opts)?;

@@ -1,8 +1,9 @@
 //! [`Index`]: the library's front door, one open index file and the operations on it.
 
 use crate::home::{HomeError, Profile, ProfileError};
+use crate::offer::Session;
 use crate::scan::Problem;
-use crate::search::{Explanation, Hit, SearchOptions, Snapshot};
+use crate::search::{Explanation, Hit, Offered, SearchOptions, Snapshot};
 use crate::store::records::ManifestEntry;
 use crate::store::{self, decode, ProfileTables, Store, StoreError};
 use crate::sync::{self, SyncError, SyncOptions, SyncReport};
@@ -231,6 +232,15 @@ impl Index {
                 }
             })?;
             Ok(Snapshot::open(&self.store, &txn, profile)?.search(query, opts)?)
+        })
+    }
+
+    /// What Hermes' `<available_skills>` lists for `profile` in `session`: every skill
+    /// offered there, sorted by category and name.
+    pub fn offered(&self, profile: &str, session: &Session) -> Result<Vec<Offered>, Error> {
+        store::contain(self.store.path(), || {
+            let txn = self.store.read()?;
+            Ok(Snapshot::open(&self.store, &txn, profile)?.offered(session)?)
         })
     }
 

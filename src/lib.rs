@@ -18,6 +18,7 @@ pub mod fields;
 pub mod freshness;
 pub mod hermes;
 pub mod home;
+pub mod offer;
 pub mod postings;
 pub mod refresh;
 pub mod safety;

@@ -334,21 +334,34 @@ fn list_dir(
             odd.push(entry.path());
         }
     }
-    subdirs.retain(|n| !pruned(n, skill));
+    // Hermes prunes support folders next to any SKILL.md that is not a folder: a link, a
+    // dangling link or a FIFO count as much as a file.
+    let skill_entry = skill
+        || odd
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == SKILL_FILE) && is_skill_entry(p));
+    subdirs.retain(|n| !pruned(n, skill_entry));
     subdirs.sort();
     odd.sort();
     // Links and odd entries go through the general walk, one at a time.
     for path in odd {
         let is_skill = path.file_name().is_some_and(|n| n == SKILL_FILE);
         if is_skill {
-            walk(ctx.root, &path, false, out);
+            if is_skill_entry(&path) {
+                skill_file(ctx.root, path, out);
+            } else {
+                out.problems.push(Problem {
+                    path,
+                    reason: "a directory named SKILL.md, not a file".into(),
+                });
+            }
             continue;
         }
         let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
         if path
             .file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| pruned(n, skill))
+            .is_some_and(|n| pruned(n, skill_entry))
         {
             continue;
         }
@@ -369,20 +382,24 @@ fn list_dir(
     Some((listing, plain))
 }
 
-/// Records the SKILL.md at `path` as a candidate, or as a problem when it is not (or does not
-/// lead to) a regular file.
+/// Records the SKILL.md at `path` as a candidate, or as a problem when it leads to something
+/// that is not a regular file. A dangling link is a candidate: Hermes offers a SKILL.md it
+/// cannot read under its folder name.
 fn skill_file(root: &SkillRoot, path: PathBuf, out: &mut Walked) {
     let meta = match std::fs::metadata(&path) {
         Ok(m) => m,
-        Err(e) => {
-            out.problems.push(Problem {
-                path,
-                reason: format!("cannot stat: {e}"),
-            });
-            return;
-        }
+        Err(e) => match std::fs::symlink_metadata(&path) {
+            Ok(link) => link,
+            Err(_) => {
+                out.problems.push(Problem {
+                    path,
+                    reason: format!("cannot stat: {e}"),
+                });
+                return;
+            }
+        },
     };
-    if !meta.is_file() {
+    if !meta.is_file() && !meta.file_type().is_symlink() {
         out.problems.push(Problem {
             path,
             reason: format!("not a regular file ({})", file_kind(&meta)),
@@ -442,11 +459,8 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
                     }
                     continue;
                 }
-                Err(e) if is_skill => {
-                    out.problems.push(Problem {
-                        path: entry.into_path(),
-                        reason: format!("cannot stat: {e}"),
-                    });
+                Err(_) if is_skill => {
+                    skill_file(root, entry.into_path(), out);
                     continue;
                 }
                 Err(_) => continue,
@@ -515,9 +529,17 @@ fn keep_dir(path: &Path) -> bool {
         return true;
     };
     // Stat the parent's SKILL.md only for the few names where it matters.
-    let in_skill_dir =
-        SUPPORT_DIRS.contains(&name) && path.parent().is_some_and(|p| p.join(SKILL_FILE).is_file());
+    let in_skill_dir = SUPPORT_DIRS.contains(&name)
+        && path
+            .parent()
+            .is_some_and(|p| is_skill_entry(&p.join(SKILL_FILE)));
     !pruned(name, in_skill_dir)
+}
+
+/// Whether `path` is an entry Hermes' `os.walk` lists among a folder's files: anything
+/// there that is not (and does not lead to) a folder, dangling links included.
+fn is_skill_entry(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok() && !std::fs::metadata(path).is_ok_and(|m| m.is_dir())
 }
 
 fn walk_problem(root: &Path, err: walkdir::Error) -> Problem {

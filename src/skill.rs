@@ -50,6 +50,15 @@ impl Location {
         }
     }
 
+    /// The folder's path from its root, which `skill_view` accepts for an ambiguous name
+    /// (`category/folder`; the folder alone directly under the root).
+    pub fn folder(&self) -> String {
+        match self.rel.len() {
+            0 | 1 => String::new(),
+            n => self.rel[..n - 1].join("/"),
+        }
+    }
+
     /// The category, as `agent/prompt_builder` renders it: the directories between the
     /// root and the skill directory joined with `/`; the skill directory itself for a
     /// skill directly under the root; `general` for a SKILL.md at the root.
@@ -74,6 +83,8 @@ pub struct Conditions {
     pub fallback_for_toolsets: Vec<String>,
     /// Hide when any of these tools is available.
     pub fallback_for_tools: Vec<String>,
+    /// Hide whenever the session's tools are known: a condition Hermes cannot evaluate.
+    pub never_with_tools: bool,
 }
 
 impl Conditions {
@@ -83,6 +94,7 @@ impl Conditions {
             && self.requires_tools.is_empty()
             && self.fallback_for_toolsets.is_empty()
             && self.fallback_for_tools.is_empty()
+            && !self.never_with_tools
     }
 }
 
@@ -111,33 +123,30 @@ pub struct Skill {
     pub when_to_use: String,
     /// The start of the Markdown body, at most [`BODY_CHARS`] characters.
     pub body: String,
-    /// Hermes `environments` the skill is limited to (`metadata.hermes.environments`);
-    /// empty means every environment.
+    /// Hermes' top-level `environments` items, `str(e).lower().strip()` each.
     pub environments: Vec<String>,
+    /// Whether there is an `environments` list (a falsy value is none).
+    pub has_environments: bool,
     /// Fallbacks taken while parsing, worth telling the user about.
     pub notes: Vec<String>,
     /// Possible prompt injections in the name or description.
     pub flags: Vec<String>,
 }
 
-/// Why a SKILL.md could not be turned into a skill at all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
-pub enum Rejection {
-    /// The bytes are not UTF-8 (Hermes skips these too).
-    #[error("not valid UTF-8 (first bad byte at offset {0})")]
-    NotUtf8(usize),
-    /// The file holds NUL bytes: a binary file, not Markdown.
-    #[error("binary file (NUL byte at offset {0})")]
-    Binary(usize),
-}
-
-/// Parses the bytes of a SKILL.md found at `location`.
-pub fn parse(bytes: &[u8], location: &Location) -> Result<Skill, Rejection> {
-    if let Some(at) = bytes.iter().position(|&b| b == 0) {
-        return Err(Rejection::Binary(at));
+/// Parses the bytes of a SKILL.md found at `location`. Bytes that are not UTF-8 give the
+/// skill Hermes offers for them ([`unreadable`]); NUL bytes are text to Hermes, and so to us.
+pub fn parse(bytes: &[u8], location: &Location) -> Skill {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_text(text, location),
+        Err(e) => unreadable(
+            location,
+            &format!(
+                "not valid UTF-8 (first bad byte at offset {})",
+                e.valid_up_to()
+            ),
+            &String::from_utf8_lossy(bytes),
+        ),
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| Rejection::NotUtf8(e.valid_up_to()))?;
-    Ok(parse_text(text, location))
 }
 
 /// Splits `content` into (YAML text, body) exactly as Hermes does; `None` when there is
@@ -199,18 +208,21 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
     let get = |key: &str| front.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v);
 
     let dir_name = location.dir_name().to_owned();
-    let mut name = get("name")
-        .and_then(scalar_string)
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default();
-    if name.is_empty() {
-        name = dir_name.clone();
-    }
+    // Hermes lists `str(frontmatter.get("name", folder))`: not trimmed, not cut; `null` is
+    // `None`, a list its repr.
+    let name = match get("name") {
+        Some(v) => py_str(v),
+        None => dir_name.clone(),
+    };
     if name.chars().count() > MAX_NAME_CHARS {
         notes.push(format!(
-            "name longer than {MAX_NAME_CHARS} characters was cut"
+            "name longer than {MAX_NAME_CHARS} characters (Hermes lists it whole)"
         ));
-        name = name.chars().take(MAX_NAME_CHARS).collect();
+    }
+    if name != name.trim() || name.is_empty() {
+        notes.push(format!(
+            "name {name:?} is empty or has surrounding spaces; Hermes lists it as it is"
+        ));
     }
 
     let mut description = get("description")
@@ -247,20 +259,20 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
     tags.extend(string_list(metadata.and_then(|m| m.get("tags"))));
     tags.extend(string_list(hermes.and_then(|h| h.get("tags"))));
     dedup_keep_order(&mut tags);
-    let conditions = Conditions {
-        requires_toolsets: string_list(hermes.and_then(|h| h.get("requires_toolsets"))),
-        requires_tools: string_list(hermes.and_then(|h| h.get("requires_tools"))),
-        fallback_for_toolsets: string_list(hermes.and_then(|h| h.get("fallback_for_toolsets"))),
-        fallback_for_tools: string_list(hermes.and_then(|h| h.get("fallback_for_tools"))),
-    };
-
+    let conditions = Conditions::of(hermes_map(get("metadata")));
+    if conditions.never_with_tools {
+        notes.push("a tool condition is not a list of names (Hermes fails on it once the session's tools are known); the skill is hidden whenever they are".into());
+    }
     let mut flags = Vec::new();
     for (field, text) in [("name", &name), ("description", &description)] {
         for flag in crate::safety::flags(text) {
             flags.push(format!("{field}: {flag}; neutralised in what is injected"));
         }
     }
-    let environments = string_list(hermes.and_then(|h| h.get("environments")));
+    let (environments, has_environments) = match hermes_list(get("environments")) {
+        Some(items) => (items, true),
+        None => (Vec::new(), false),
+    };
 
     let id = match &location.origin {
         Origin::Plugin(plugin) => format!("{plugin}:{name}"),
@@ -272,7 +284,7 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
         dir_name,
         category: location.category(),
         description,
-        platforms: string_list(get("platforms")),
+        platforms: hermes_list(get("platforms")).unwrap_or_default(),
         triggers: string_list(get("triggers")),
         tags,
         conditions,
@@ -283,8 +295,201 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
             .unwrap_or_default(),
         body: body.chars().take(BODY_CHARS).collect(),
         environments,
+        has_environments,
         notes,
         flags,
+    }
+}
+
+/// The skill Hermes offers for a SKILL.md it cannot read or decode: its folder name, no
+/// description, no frontmatter (`_parse_skill_file` returns `(True, {}, "")`). `body` is
+/// what could be read, indexed so the skill can still be found.
+pub fn unreadable(location: &Location, reason: &str, body: &str) -> Skill {
+    let dir_name = location.dir_name().to_owned();
+    let name = dir_name.clone();
+    Skill {
+        id: match &location.origin {
+            Origin::Plugin(plugin) => format!("{plugin}:{name}"),
+            _ => name.clone(),
+        },
+        name,
+        dir_name,
+        category: location.category(),
+        description: String::new(),
+        platforms: Vec::new(),
+        triggers: Vec::new(),
+        tags: Vec::new(),
+        conditions: Conditions::default(),
+        when_to_use: String::new(),
+        body: body.chars().take(BODY_CHARS).collect(),
+        environments: Vec::new(),
+        has_environments: false,
+        notes: vec![format!(
+            "{reason}: Hermes offers it under its folder name with no description"
+        )],
+        flags: Vec::new(),
+    }
+}
+
+/// `str(v)` of a value PyYAML loaded.
+pub fn py_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => py_repr(other),
+    }
+}
+
+/// `repr(v)` of a value PyYAML loaded (close enough for lists, maps and numbers).
+fn py_repr(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.to_string()
+            } else if let Some(u) = n.as_u64() {
+                u.to_string()
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                if f.is_nan() {
+                    "nan".into()
+                } else if f.is_infinite() {
+                    if f > 0.0 { "inf" } else { "-inf" }.into()
+                } else if f == f.trunc() && f.abs() < 1e16 {
+                    format!("{f:.1}")
+                } else {
+                    let d = format!("{f:?}");
+                    match d.split_once('e') {
+                        Some((m, e)) => {
+                            let (sign, digits) = match e.strip_prefix('-') {
+                                Some(d) => ('-', d),
+                                None => ('+', e),
+                            };
+                            format!("{m}e{sign}{digits:0>2}")
+                        }
+                        None => d,
+                    }
+                }
+            }
+        }
+        Value::String(s) => {
+            if s.contains('\'') && !s.contains('"') {
+                format!("\"{s}\"")
+            } else {
+                format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+            }
+        }
+        Value::Sequence(items) => format!(
+            "[{}]",
+            items.iter().map(py_repr).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Mapping(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", py_repr(k), py_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Tagged(t) => py_repr(&t.value),
+    }
+}
+
+/// Python truthiness of a loaded value.
+fn py_falsy(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Sequence(s) => s.is_empty(),
+        Value::Mapping(m) => m.is_empty(),
+        Value::Tagged(t) => py_falsy(&t.value),
+    }
+}
+
+/// A list field as Hermes reads `platforms` and `environments`: `None` when missing or
+/// falsy; a value that is not a list is one item; each item is `str(item).lower().strip()`.
+/// So the string `"[macos]"` is one item, `[macos]`, which matches no OS.
+fn hermes_list(v: Option<&Value>) -> Option<Vec<String>> {
+    let v = v.filter(|v| !py_falsy(v))?;
+    let items = match v {
+        Value::Sequence(items) => items.iter().collect(),
+        Value::Tagged(t) => return hermes_list(Some(&t.value)),
+        other => vec![other],
+    };
+    Some(
+        items
+            .into_iter()
+            .map(|i| py_str(i).to_lowercase().trim().to_owned())
+            .collect(),
+    )
+}
+
+/// `metadata.hermes` when both are mappings (`extract_skill_conditions`).
+fn hermes_map(metadata: Option<&Value>) -> Option<&serde_yaml::Mapping> {
+    let hermes = metadata?.as_mapping()?.get("hermes")?;
+    hermes.as_mapping()
+}
+
+impl Conditions {
+    /// The tool conditions of `metadata.hermes`, as `_skill_should_show` iterates them: a
+    /// list's string items; a string's characters; a mapping's keys. A value it cannot
+    /// iterate (null, a number) or a list item that is not a string makes the skill hidden
+    /// whenever the session's tools are known ([`Conditions::never_with_tools`]).
+    pub fn of(hermes: Option<&serde_yaml::Mapping>) -> Conditions {
+        let mut c = Conditions::default();
+        let Some(hermes) = hermes else {
+            return c;
+        };
+        let mut never = false;
+        let mut read = |key: &str, requires: bool| -> Vec<String> {
+            let Some(v) = hermes.get(key) else {
+                return Vec::new();
+            };
+            let v = match v {
+                Value::Tagged(t) => &t.value,
+                v => v,
+            };
+            match v {
+                Value::Sequence(items) => items
+                    .iter()
+                    .filter_map(|i| match i {
+                        Value::String(s) => Some(s.clone()),
+                        // An unhashable item makes `in set` raise; another item never
+                        // equals a tool name, so a requirement of it is never met.
+                        Value::Sequence(_) | Value::Mapping(_) => {
+                            never = true;
+                            None
+                        }
+                        _ => {
+                            never |= requires;
+                            None
+                        }
+                    })
+                    .collect(),
+                Value::String(s) => s.chars().map(String::from).collect(),
+                Value::Mapping(m) => m
+                    .keys()
+                    .filter_map(|k| match k {
+                        Value::String(s) => Some(s.clone()),
+                        _ => {
+                            never |= requires;
+                            None
+                        }
+                    })
+                    .collect(),
+                _ => {
+                    never = true;
+                    Vec::new()
+                }
+            }
+        };
+        c.fallback_for_toolsets = read("fallback_for_toolsets", false);
+        c.requires_toolsets = read("requires_toolsets", true);
+        c.fallback_for_tools = read("fallback_for_tools", false);
+        c.requires_tools = read("requires_tools", true);
+        c.never_with_tools = never;
+        c
     }
 }
 
@@ -313,14 +518,15 @@ impl Skill {
     }
 }
 
-/// Whether a skill limited to `platforms` may be offered on `os` (see [`Skill::runs_on`]).
+/// Whether a skill limited to `platforms` (items normalised as Hermes does) may be offered on
+/// `os`: no list means everywhere, and an item matches when the OS's Python name (`linux`,
+/// `darwin`, `win32`) starts with it, after `macos`, `linux`, `windows` are mapped to those.
 pub fn runs_on(platforms: &[String], os: &str) -> bool {
     let current = python_platform(os);
     platforms.is_empty()
-        || platforms.iter().any(|p| {
-            let p = p.trim().to_lowercase();
-            current.starts_with(python_platform(&p))
-        })
+        || platforms
+            .iter()
+            .any(|p| current.starts_with(python_platform(p)))
 }
 
 /// Maps Hermes' OS names to Python's `sys.platform`, leaving others as they are.
@@ -426,8 +632,7 @@ mod tests {
         let s = parse(
             md.as_bytes(),
             &loc(&["mlops", "inference", "vllm", "SKILL.md"]),
-        )
-        .unwrap();
+        );
         assert_eq!(s.id, "serving-llms-vllm");
         assert_eq!(s.dir_name, "vllm");
         assert_eq!(s.category, "mlops/inference");
@@ -446,7 +651,7 @@ mod tests {
     #[test]
     fn invalid_yaml_uses_the_naive_fallback() {
         let md = "---\nname: broken\ndescription: \"unclosed\n  bad: [indent\n---\nbody\n";
-        let s = parse(md.as_bytes(), &loc(&["x", "broken", "SKILL.md"])).unwrap();
+        let s = parse(md.as_bytes(), &loc(&["x", "broken", "SKILL.md"]));
         assert_eq!(s.name, "broken");
         assert_eq!(s.description, "unclosed");
         assert!(s.notes[0].contains("not valid YAML"));
@@ -455,11 +660,11 @@ mod tests {
     #[test]
     fn defaults_come_from_folder_and_body() {
         let md = "# Title\n\nFirst real line.\nSecond.";
-        let s = parse(md.as_bytes(), &loc(&["tools", "my-tool", "SKILL.md"])).unwrap();
+        let s = parse(md.as_bytes(), &loc(&["tools", "my-tool", "SKILL.md"]));
         assert_eq!(s.name, "my-tool");
         assert_eq!(s.description, "First real line.");
         let list = "---\n- a\n- b\n---\nText\n";
-        let s = parse(list.as_bytes(), &loc(&["my-tool", "SKILL.md"])).unwrap();
+        let s = parse(list.as_bytes(), &loc(&["my-tool", "SKILL.md"]));
         assert_eq!(s.category, "my-tool");
         assert!(s.notes[0].contains("not a mapping"));
     }
@@ -485,30 +690,62 @@ mod tests {
     #[test]
     fn tag_strings_are_split_like_hermes() {
         let md = "---\ntags: \"[a, 'b', c]\"\n---\n";
-        let s = parse(md.as_bytes(), &loc(&["k", "SKILL.md"])).unwrap();
+        let s = parse(md.as_bytes(), &loc(&["k", "SKILL.md"]));
         assert_eq!(s.tags, ["a", "b", "c"]);
     }
 
     #[test]
     fn platforms_match_like_hermes() {
-        let mut s = parse(b"---\nplatforms: [macos]\n---\n", &loc(&["a", "SKILL.md"])).unwrap();
+        let mut s = parse(b"---\nplatforms: [macos]\n---\n", &loc(&["a", "SKILL.md"]));
         assert!(s.runs_on("macos"));
         assert!(!s.runs_on("linux"));
-        s.platforms = vec!["Linux".into()];
+        s.platforms = vec!["linux".into()];
         assert!(s.runs_on("linux"));
         s.platforms.clear();
         assert!(s.runs_on("windows"));
     }
 
     #[test]
-    fn binary_and_non_utf8_are_rejected() {
-        assert_eq!(
-            parse(b"ab\0cd", &loc(&["a", "SKILL.md"])),
-            Err(Rejection::Binary(2))
+    fn undecodable_files_are_offered_under_their_folder_name() {
+        let s = parse(
+            b"---\nname: x\n---\nab\xffcd",
+            &loc(&["c", "a", "SKILL.md"]),
         );
+        assert_eq!((s.name.as_str(), s.description.as_str()), ("a", ""));
+        assert!(s.notes[0].contains("not valid UTF-8"));
+        // NUL is text to Hermes.
+        let s = parse(b"---\nname: x\n---\nab\0cd", &loc(&["c", "a", "SKILL.md"]));
+        assert_eq!(s.name, "x");
+    }
+
+    #[test]
+    fn names_and_lists_are_read_as_hermes_reads_them() {
+        let p = |md: &str| parse(md.as_bytes(), &loc(&["c", "dir", "SKILL.md"]));
+        assert_eq!(p("---\nname: ' spaced '\n---\n").name, " spaced ");
+        assert_eq!(p("---\nname:\n---\n").name, "None");
+        assert_eq!(p("---\nname: ''\n---\n").name, "");
+        assert_eq!(p("---\nname: [a, 1]\n---\n").name, "['a', 1]");
+        assert_eq!(p("---\nname: 1.0\n---\n").name, "1.0");
+        assert_eq!(p("---\ndescription: x\n---\n").name, "dir");
+        // A string is one item: "[macos]" matches no OS.
+        let s = p("---\nplatforms: \"[macos]\"\n---\n");
+        assert_eq!(s.platforms, ["[macos]"]);
+        assert!(!s.runs_on("macos") && !s.runs_on("linux"));
+        assert!(p("---\nplatforms: Linux\n---\n").runs_on("linux"));
+        assert!(!p("---\nplatforms: [null]\n---\n").runs_on("linux"));
+        assert!(p("---\nplatforms: ['']\n---\n").runs_on("windows"));
+        let s = p("---\nenvironments: [Kanban, '']\n---\n");
         assert_eq!(
-            parse(b"ab\xffcd", &loc(&["a", "SKILL.md"])),
-            Err(Rejection::NotUtf8(2))
+            (s.environments.as_slice(), s.has_environments),
+            (&["kanban".to_string(), String::new()][..], true)
         );
+        assert!(!p("---\nenvironments: []\n---\n").has_environments);
+        // Conditions: a string iterates its characters; null cannot be iterated.
+        let s = p("---\nmetadata:\n  hermes:\n    requires_tools: ab\n    fallback_for_toolsets: [web, 3]\n---\n");
+        assert_eq!(s.conditions.requires_tools, ["a", "b"]);
+        assert_eq!(s.conditions.fallback_for_toolsets, ["web"]);
+        assert!(!s.conditions.never_with_tools);
+        let s = p("---\nmetadata:\n  hermes:\n    requires_tools:\n---\n");
+        assert!(s.conditions.never_with_tools);
     }
 }

@@ -242,7 +242,8 @@ fn the_digest_sees_every_table() {
         let section = section.split("\n==").next().unwrap_or("");
         assert!(section.trim().len() > 10, "{table} is empty:\n{d}");
     }
-    assert!(d.contains("platform_hidden {\"telegram\": ["), "{d}");
+    assert!(d.contains("offer_rules [\""), "{d}");
+    assert!(d.contains("platform_disabled: [\\\"telegram\\\"]"), "{d}");
     // A rebuild (new doc ids) has the same digest.
     h.sync_with(&skillidx::sync::SyncOptions {
         rebuild: true,

@@ -120,7 +120,13 @@ pub(super) fn explain(
         rank,
         score: total,
         docs: view.n,
-        inactive: head.inactive.as_ref().map(ToString::to_string),
+        inactive: head.inactive.as_ref().map(ToString::to_string).or_else(|| {
+            view.hidden.contains(doc).then(|| {
+                "hidden in this session (tool conditions, environments, platform_disabled, \
+                 plugin, or a clash with a skill shown in it)"
+                    .to_owned()
+            })
+        }),
         dropped: plan.dropped,
         terms,
     }))

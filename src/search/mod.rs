@@ -8,13 +8,14 @@
 //!
 //! The seed ranking is Okapi BM25 over the seed document ([`Field::Seed`]) with Lucene's
 //! always-positive IDF, `ln(1 + (N − df + 0.5) / (df + 0.5))`. A query term counts once
-//! however often it is repeated, as in the seed plugin. Skills hidden on
-//! the query's messaging platform are left out of N, df and the average length as well as
+//! however often it is repeated, as in the seed plugin. Skills hidden in the query's
+//! [`Session`] (tool conditions, environments, `platform_disabled`, and the clashes those
+//! decide; see [`crate::offer`]) are left out of N, df and the average length as well as
 //! the results, so the answer equals that of an index built without them.
 //!
 //! A query passes through one module per step:
 //!
-//! 1. [`Snapshot`] (here): the profile's statistics, less the skills hidden on the platform.
+//! 1. [`Snapshot`] (here): the profile's statistics, less the skills hidden in the session.
 //! 2. `plan`: the query → the terms to score, each with its postings list, IDF and weight
 //!    (analysis, `stopwords` dropped, typo matching, the long-turn cut).
 //! 3. `score`: each term's BM25F (or seed BM25) score added up per document.
@@ -35,7 +36,8 @@ pub use plan::{edit_distance, query_terms, MAX_QUERY_TERMS, TYPO_MAX_QUERY_TERMS
 pub use rank::{FLOOR_CJK, FLOOR_LATIN};
 pub use score::{idf, term_weight, CJK_FIELD_WEIGHTS, FIELD_B, FIELD_WEIGHTS};
 
-use crate::store::records::{CorpusStats, DocBody, DocHead, PlatformHidden};
+use crate::offer::{OfferRules, Session};
+use crate::store::records::{CorpusStats, DocBody, DocHead};
 use crate::store::{decode, open_or_none, ProfileTables, Store, StoreError};
 use plan::Plan;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
@@ -147,7 +149,14 @@ impl Ingredients {
 pub struct SearchOptions {
     /// How many hits at most.
     pub k: usize,
-    /// The messaging platform (`cli`, `telegram`, …) whose disabled skills are left out.
+    /// The session the answer is for: what it hides (tool conditions, environments,
+    /// `platform_disabled`, and the clashes those decide) is left out of the results and of
+    /// the statistics. `None`: this process's session for the profile
+    /// ([`Session::detect`]: platform from the environment, environments detected, no tool
+    /// information).
+    pub session: Option<Session>,
+    /// The messaging platform whose `platform_disabled` list applies; when set it replaces
+    /// the session's (kept for callers that predate [`Session`]).
     pub platform: Option<String>,
     /// BM25 parameters.
     pub params: Params,
@@ -165,6 +174,7 @@ impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
             k: 6,
+            session: None,
             platform: None,
             params: Params::default(),
             ranking: Ranking::default(),
@@ -197,11 +207,25 @@ pub struct Snapshot<'s> {
     postings: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
     docs: Option<ReadOnlyTable<u32, &'static [u8]>>,
     stats: CorpusStats,
-    hidden: PlatformHidden,
+    rules: OfferRules,
+    profile: String,
+}
+
+/// A skill offered in a session, as `<available_skills>` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Offered {
+    /// The category path.
+    pub category: String,
+    /// The name Hermes lists.
+    pub name: String,
+    /// The id to load it by.
+    pub id: String,
+    /// The SKILL.md path.
+    pub path: String,
 }
 
 /// The collection as one query sees it: the snapshot's statistics with the documents hidden
-/// on the query's platform taken out, so that IDF and average lengths match an index built
+/// in the query's session taken out, so that IDF and average lengths match an index built
 /// without them.
 struct View {
     hidden: FxHashSet<u32>,
@@ -222,13 +246,13 @@ impl<'s> Snapshot<'s> {
         let tables = ProfileTables::new(profile);
         let postings = open_or_none(store, txn, tables.postings())?;
         let docs = open_or_none(store, txn, tables.docs())?;
-        let (mut stats, mut hidden) = (CorpusStats::default(), PlatformHidden::new());
+        let (mut stats, mut rules) = (CorpusStats::default(), OfferRules::default());
         if let Some(state) = open_or_none(store, txn, tables.state())? {
             if let Some(v) = state.get("stats").map_err(|e| store.err(e))? {
                 stats = decode(store, v.value(), "corpus stats")?;
             }
-            if let Some(v) = state.get("platform_hidden").map_err(|e| store.err(e))? {
-                hidden = decode(store, v.value(), "platform hidden list")?;
+            if let Some(v) = state.get("offer_rules").map_err(|e| store.err(e))? {
+                rules = decode(store, v.value(), "offer rules")?;
             }
         }
         Ok(Snapshot {
@@ -236,7 +260,8 @@ impl<'s> Snapshot<'s> {
             postings,
             docs,
             stats,
-            hidden,
+            rules,
+            profile: profile.to_owned(),
         })
     }
 
@@ -287,18 +312,68 @@ impl<'s> Snapshot<'s> {
         explain::explain(self, query, id, opts)
     }
 
-    /// The collection statistics with the documents hidden on `platform` left out.
-    fn view(&self, platform: Option<&str>) -> Result<View, StoreError> {
-        let hidden: FxHashSet<u32> = platform
-            .and_then(|p| self.hidden.get(p))
-            .map(|ids| ids.iter().copied().collect())
-            .unwrap_or_default();
+    /// The offer rules the last sync left for the session.
+    pub fn rules(&self) -> &OfferRules {
+        &self.rules
+    }
+
+    /// The session `opts` ask for: theirs, or this process's for the profile, with
+    /// `opts.platform` over its platform.
+    pub fn session(&self, opts: &SearchOptions) -> Result<Session, StoreError> {
+        let mut session = match &opts.session {
+            Some(s) => s.clone(),
+            None => {
+                let home = self
+                    .store
+                    .profiles()?
+                    .into_iter()
+                    .find(|(n, _)| *n == self.profile)
+                    .map(|(_, i)| std::path::PathBuf::from(i.home))
+                    .unwrap_or_default();
+                Session::detect(&home)
+            }
+        };
+        if let Some(p) = &opts.platform {
+            session.platform = Some(p.clone());
+        }
+        Ok(session)
+    }
+
+    /// The documents hidden in `session`: never offered ones are not in the postings; these
+    /// are the ones the session's conditions and clashes hide.
+    pub fn hidden(&self, session: &Session) -> FxHashSet<u32> {
+        self.rules.hidden(session)
+    }
+
+    /// What `<available_skills>` lists in `session`: every skill offered, by category and
+    /// name, as Hermes' `build_skills_system_prompt()` would list it.
+    pub fn offered(&self, session: &Session) -> Result<Vec<Offered>, StoreError> {
+        let hidden = self.hidden(session);
+        let mut out: Vec<Offered> = self
+            .all_docs()?
+            .into_iter()
+            .filter(|(d, h, _)| h.inactive.is_none() && !hidden.contains(d))
+            .map(|(_, h, b)| Offered {
+                category: b.category,
+                name: h.name,
+                id: h.id,
+                path: h.key,
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// The collection statistics with the documents hidden in the session of `opts` left
+    /// out.
+    fn view(&self, opts: &SearchOptions) -> Result<View, StoreError> {
+        let hidden = self.hidden(&self.session(opts)?);
         let mut n = self.stats.docs;
         let mut sums = self.stats.sum_lens;
         for &d in &hidden {
-            if let Some((h, _)) = self.doc(d)? {
+            if let Some(lens) = self.rules.lens(d) {
                 n -= 1;
-                for (sum, len) in sums.iter_mut().zip(h.lens) {
+                for (sum, len) in sums.iter_mut().zip(lens) {
                     *sum -= u64::from(len);
                 }
             }
@@ -310,7 +385,7 @@ impl<'s> Snapshot<'s> {
     /// Every step but the last: view, plan, score, floor. Search and explain share it, so
     /// an explanation's total and rank are those of the search.
     fn score_all(&self, query: &str, opts: &SearchOptions) -> Result<Scored, StoreError> {
-        let view = self.view(opts.platform.as_deref())?;
+        let view = self.view(opts)?;
         if view.n == 0 {
             return Ok((Vec::new(), Plan::default(), view));
         }

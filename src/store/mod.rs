@@ -444,8 +444,8 @@ impl ProfileTables {
     pub fn dirs(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.dirs)
     }
-    /// `stats` → [`CorpusStats`], `config` → [`ConfigSnapshot`], `platform_hidden` →
-    /// [`PlatformHidden`].
+    /// `stats` → [`CorpusStats`], `config` → [`ConfigSnapshot`], `offer_rules` →
+    /// [`OfferRules`].
     pub fn state(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.state)
     }

@@ -46,27 +46,37 @@ pub enum EntryState {
 /// which skills are offered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocHead {
-    /// The skill id.
+    /// The id to load it by: its name, or its folder path (`category/folder`) when
+    /// `skill_view` would find the name ambiguous; `<plugin>:<name>` for a plugin's skill.
     pub id: String,
-    /// The frontmatter name.
+    /// The name Hermes lists: `str(frontmatter.get("name", folder))`, untrimmed.
     pub name: String,
     /// The folder name.
     pub dir_name: String,
-    /// Precedence in a clash of ids: lower wins (local, then external dirs, then plugins).
+    /// The folder's path from its root (`category/folder`), which `skill_view` accepts.
+    pub folder: String,
+    /// The category path.
+    pub category: String,
+    /// Precedence in a clash: 0 local, then external dirs 1…n in config order, plugins
+    /// `u32::MAX`.
     pub rank: u32,
     /// The manifest key (path) of its SKILL.md.
     pub key: String,
     /// Its `platforms` list (empty: every OS).
     pub platforms: Vec<String>,
-    /// Its `environments` list (empty: every environment), decided where the query runs.
+    /// Its `environments` items as Hermes normalises them (`str(e).lower().strip()`).
     pub environments: Vec<String>,
+    /// Whether it has an `environments` list at all (`[""]` hides, no list does not).
+    pub has_environments: bool,
+    /// Its tool conditions (`metadata.hermes`), decided where the query runs.
+    pub conditions: Conditions,
     /// Per field, its length in terms.
     pub lens: [u32; FIELD_COUNT],
     /// `None` when the skill is offered, else why not.
     pub inactive: Option<NotOffered>,
 }
 
-/// Why an indexed skill is not offered, whatever the session.
+/// Why an indexed skill is not offered in any session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NotOffered {
     /// Its `platforms` exclude the OS the sync decided for.
@@ -76,7 +86,9 @@ pub enum NotOffered {
     },
     /// Its name or folder name is in `skills.disabled`.
     Disabled,
-    /// Another skill with the same id comes first.
+    /// Its `environments` hold only empty items, which no environment matches.
+    NoEnvironment,
+    /// Another skill of the same name always wins the clash (no session changes that).
     Shadowed {
         /// The manifest key of the skill that is offered instead.
         by: String,
@@ -88,7 +100,10 @@ impl std::fmt::Display for NotOffered {
         match self {
             NotOffered::OtherOs { os } => write!(f, "its platforms exclude {os}"),
             NotOffered::Disabled => f.write_str("disabled in config.yaml (skills.disabled)"),
-            NotOffered::Shadowed { by } => write!(f, "shadowed by {by}, which has the same id"),
+            NotOffered::NoEnvironment => f.write_str(
+                "its environments list holds only empty items, which Hermes never matches",
+            ),
+            NotOffered::Shadowed { by } => write!(f, "shadowed by {by}, which has the same name"),
         }
     }
 }
@@ -108,8 +123,6 @@ pub struct DocBody {
     pub triggers: Vec<String>,
     /// Its tags.
     pub tags: Vec<String>,
-    /// Its offer-time conditions.
-    pub conditions: Conditions,
     /// Parser fallbacks taken.
     pub notes: Vec<String>,
     /// Possible prompt injections found in the name or description (neutralised in what
@@ -162,8 +175,7 @@ impl ConfigSnapshot {
     }
 }
 
-/// Per messaging platform, the offered documents hidden there.
-pub type PlatformHidden = BTreeMap<String, Vec<u32>>;
+pub use crate::offer::OfferRules;
 
 /// What the index knows of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

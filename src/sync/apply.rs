@@ -7,8 +7,9 @@
 //! hidden lists are written last, with the generation one higher.
 
 use super::observe::{Observation, Observed};
-use super::plan::{offers, Plan};
+use super::plan::Plan;
 use crate::fields::FIELD_COUNT;
+use crate::offer::{self, PLUGIN_RANK};
 use crate::postings::{self, Posting};
 use crate::skill::Origin;
 use crate::store::records::*;
@@ -67,10 +68,11 @@ pub fn apply(
             add: FxHashMap::default(),
         };
         let new = take_new(&plan, observed);
-        let hidden = docs.apply(plan.gone, new, config, os, &mut stats)?;
+        let rules = docs.apply(plan.gone, new, config, os, &mut stats)?;
         state
-            .insert("platform_hidden", encode(&hidden).as_slice())
+            .insert("offer_rules", encode(&rules).as_slice())
             .map_err(|e| err(e.into()))?;
+        state.remove("platform_hidden").map_err(|e| err(e.into()))?;
         docs.flush_postings()?;
     }
     stats.generation += 1;
@@ -115,18 +117,23 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
         let rank = match &o.candidate.location.origin {
             Origin::Local => 0,
             Origin::External(i) => 1 + i,
-            Origin::Plugin(_) => u32::MAX,
+            Origin::Plugin(_) => PLUGIN_RANK,
         };
+        let folder = o.candidate.location.folder();
         let super::observe::Parsed { skill, analyzed } = *parsed;
         let doc = NewDoc {
             head: DocHead {
                 id: skill.id,
                 name: skill.name,
                 dir_name: skill.dir_name,
+                folder,
+                category: skill.category.clone(),
                 rank,
                 key,
                 platforms: skill.platforms.clone(),
                 environments: skill.environments,
+                has_environments: skill.has_environments,
+                conditions: skill.conditions,
                 lens: analyzed.lens,
                 inactive: None,
             },
@@ -137,7 +144,6 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
                 platforms: skill.platforms,
                 triggers: skill.triggers,
                 tags: skill.tags,
-                conditions: skill.conditions,
                 notes: skill.notes,
                 flags: skill.flags,
             },
@@ -164,8 +170,8 @@ impl Documents<'_> {
         self.store.err(e.into())
     }
 
-    /// Removes `gone`, inserts `new`, decides every document's offer and queues the
-    /// postings changes; returns the per-platform hidden lists.
+    /// Removes `gone`, inserts `new`, decides every document's offer and id and queues the
+    /// postings changes; returns the offer rules left for the session.
     fn apply(
         &mut self,
         gone: Vec<u32>,
@@ -173,7 +179,7 @@ impl Documents<'_> {
         config: &ConfigSnapshot,
         os: &str,
         stats: &mut CorpusStats,
-    ) -> Result<PlatformHidden, StoreError> {
+    ) -> Result<OfferRules, StoreError> {
         let mut docs = self
             .txn
             .open_table(self.tables.docs())
@@ -204,11 +210,16 @@ impl Documents<'_> {
             new_by_id.insert(id, doc);
         }
 
-        let decided = offers(&heads, config, os);
+        let decided = offer::decide(&heads, config, os);
         stats.docs = 0;
         stats.sum_lens = [0u64; FIELD_COUNT];
         for (id, head) in heads.iter_mut() {
-            let now = decided.get(id).cloned().flatten();
+            let now = decided.inactive.get(id).cloned().flatten();
+            let new_id = decided
+                .ids
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| head.id.clone());
             if now.is_none() {
                 stats.docs += 1;
                 for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
@@ -217,6 +228,7 @@ impl Documents<'_> {
             }
             if let Some(doc) = new_by_id.remove(id) {
                 head.inactive = now;
+                head.id = new_id;
                 if head.inactive.is_none() {
                     self.queue_add(*id, &doc.terms);
                 }
@@ -227,16 +239,19 @@ impl Documents<'_> {
                     .map_err(|e| self.err(e))?;
                 continue;
             }
-            if head.inactive == now {
+            if head.inactive == now && head.id == new_id {
                 continue;
             }
-            let t = store::read_terms(self.store, &terms, *id)?;
-            match (&head.inactive, &now) {
-                (None, Some(_)) => self.queue_remove(*id, &t),
-                (Some(_), None) => self.queue_add(*id, &t),
-                _ => {}
+            if head.inactive.is_none() != now.is_none() {
+                let t = store::read_terms(self.store, &terms, *id)?;
+                if now.is_none() {
+                    self.queue_add(*id, &t);
+                } else {
+                    self.queue_remove(*id, &t);
+                }
             }
             head.inactive = now;
+            head.id = new_id;
             let bytes = docs
                 .get(*id)
                 .map_err(|e| self.err(e))?
@@ -249,19 +264,7 @@ impl Documents<'_> {
                     .map_err(|e| self.err(e))?;
             }
         }
-
-        let mut hidden: PlatformHidden = BTreeMap::new();
-        for (platform, names) in &config.platform_disabled {
-            let ids: Vec<u32> = heads
-                .iter()
-                .filter(|(_, h)| {
-                    h.inactive.is_none() && (names.contains(&h.name) || names.contains(&h.dir_name))
-                })
-                .map(|(id, _)| *id)
-                .collect();
-            hidden.insert(platform.clone(), ids);
-        }
-        Ok(hidden)
+        Ok(decided.rules)
     }
 
     fn queue_remove(&mut self, doc: u32, terms: &[TermEntry]) {

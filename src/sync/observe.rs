@@ -15,7 +15,8 @@ use rustc_hash::FxHashMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Files larger than this are skipped: no real SKILL.md comes near it.
+/// How much of a SKILL.md is kept in memory: a larger file is read whole through the hash
+/// and a UTF-8 check (as Hermes reads it whole), but only this much of it is parsed.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// A parsed, tokenized skill.
@@ -108,17 +109,29 @@ pub fn observe(
 }
 
 fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Observation {
-    let bytes = match read_limited(&candidate.path) {
-        Ok(b) => b,
+    let (bytes, hash, whole) = match read_limited(&candidate.path) {
+        Ok(r) => r,
         Err(ReadFailure::Vanished) => return Observation::Vanished,
-        Err(ReadFailure::Other(reason)) => {
+        Err(ReadFailure::NotAFile(reason)) => {
             return Observation::Rejected {
                 hash: [0; 32],
                 reason,
             };
         }
+        Err(ReadFailure::Unreadable(reason)) => {
+            // Hermes offers a SKILL.md it cannot read under its folder name.
+            let hash = *blake3::hash(reason.as_bytes()).as_bytes();
+            if prior.is_some_and(|p| p.hash == hash) {
+                return Observation::SameBytes { hash };
+            }
+            let skill = skill::unreadable(&candidate.location, &reason, "");
+            let analyzed = analyze(&skill);
+            return Observation::Changed {
+                hash,
+                parsed: Box::new(Parsed { skill, analyzed }),
+            };
+        }
     };
-    let hash = *blake3::hash(&bytes).as_bytes();
     if prior.is_some_and(|p| p.hash == hash) {
         return Observation::SameBytes { hash };
     }
@@ -126,12 +139,29 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
     // reported, as a bug, and every other skill is indexed.
     let parsed = std::panic::catch_unwind(|| {
         failpoint::point(failpoint::names::PARSE).map_err(|e| e.to_string())?;
-        skill::parse(&bytes, &candidate.location)
-            .map(|skill| {
-                let analyzed = analyze(&skill);
-                Parsed { skill, analyzed }
-            })
-            .map_err(|rejection| rejection.to_string())
+        let skill = match whole {
+            Whole::All => skill::parse(&bytes, &candidate.location),
+            Whole::NotUtf8(at) => skill::unreadable(
+                &candidate.location,
+                &format!("not valid UTF-8 (first bad byte at offset {at})"),
+                &String::from_utf8_lossy(&bytes),
+            ),
+            Whole::Head(size) => {
+                // Only the head was kept: cut it at a character boundary and parse it as
+                // the file (its frontmatter and the indexed start of the body are in it).
+                let text = match std::str::from_utf8(&bytes) {
+                    Ok(t) => t,
+                    Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+                };
+                let mut s = skill::parse_text(text, &candidate.location);
+                s.notes.push(format!(
+                    "file is {size} bytes; only its first {MAX_FILE_BYTES} were parsed"
+                ));
+                s
+            }
+        };
+        let analyzed = analyze(&skill);
+        Ok::<_, String>(Parsed { skill, analyzed })
     });
     match parsed {
         Ok(Ok(parsed)) => Observation::Changed {
@@ -151,35 +181,93 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
 
 enum ReadFailure {
     Vanished,
-    Other(String),
+    /// Not a regular file (a FIFO would block Hermes forever): skipped.
+    NotAFile(String),
+    /// A regular file that cannot be read: Hermes offers it under its folder name.
+    Unreadable(String),
 }
 
-fn read_limited(path: &std::path::Path) -> Result<Vec<u8>, ReadFailure> {
+/// How much of the file the bytes returned are.
+enum Whole {
+    /// All of it.
+    All,
+    /// The first [`MAX_FILE_BYTES`] of a file of this size, all of it valid UTF-8.
+    Head(u64),
+    /// The first [`MAX_FILE_BYTES`] of a larger file that is not UTF-8 at this offset.
+    NotUtf8(u64),
+}
+
+/// Reads a SKILL.md: the bytes (at most [`MAX_FILE_BYTES`]), the blake3 of the whole file,
+/// and whether the bytes are all of it. A larger file is streamed through the hash and a
+/// UTF-8 check, so it is read whole (as Hermes reads it) but never held whole.
+fn read_limited(path: &std::path::Path) -> Result<(Vec<u8>, [u8; 32], Whole), ReadFailure> {
     let fail = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => ReadFailure::Vanished,
-        _ => ReadFailure::Other(format!("cannot read: {e}")),
+        _ => ReadFailure::Unreadable(format!("cannot read: {e}")),
     };
     // Check the type before opening: opening a FIFO for reading would block.
-    let meta = std::fs::metadata(path).map_err(fail)?;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A dangling symlink is a file Hermes cannot read; a vanished file is gone.
+            return match std::fs::symlink_metadata(path) {
+                Ok(_) => Err(ReadFailure::Unreadable(format!("cannot read: {e}"))),
+                Err(_) => Err(ReadFailure::Vanished),
+            };
+        }
+        Err(e) => return Err(fail(e)),
+    };
     if !meta.is_file() {
-        return Err(ReadFailure::Other("not a regular file".into()));
+        return Err(ReadFailure::NotAFile("not a regular file".into()));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(ReadFailure::Other(format!(
-            "file is {} bytes, over the {} byte limit",
-            meta.len(),
-            MAX_FILE_BYTES
-        )));
-    }
-    let file = std::fs::File::open(path).map_err(fail)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_FILE_BYTES + 1)
+    let mut file = std::fs::File::open(path).map_err(fail)?;
+    let mut bytes = Vec::with_capacity(meta.len().min(MAX_FILE_BYTES) as usize);
+    (&mut file)
+        .take(MAX_FILE_BYTES)
         .read_to_end(&mut bytes)
         .map_err(fail)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ReadFailure::Other(format!(
-            "file grew past the {MAX_FILE_BYTES} byte limit while read"
-        )));
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&bytes);
+    let mut buf = vec![0u8; 1 << 16];
+    let first = file.read(&mut buf).map_err(fail)?;
+    if first == 0 {
+        return Ok((bytes, *hasher.finalize().as_bytes(), Whole::All));
     }
-    Ok(bytes)
+    // Larger than the limit: stream the rest through the hash and a UTF-8 check.
+    let (at, mut bad) = match std::str::from_utf8(&bytes) {
+        Ok(_) => (bytes.len(), None),
+        Err(e) if e.error_len().is_some() => (e.valid_up_to(), Some(e.valid_up_to() as u64)),
+        Err(e) => (e.valid_up_to(), None),
+    };
+    // `pending` holds the bytes from file offset `at` not yet known to be valid.
+    let mut pending: Vec<u8> = bytes[at..].to_vec();
+    let mut at = at as u64;
+    let mut size = bytes.len() as u64;
+    let mut n = first;
+    while n > 0 {
+        hasher.update(&buf[..n]);
+        size += n as u64;
+        if bad.is_none() {
+            pending.extend_from_slice(&buf[..n]);
+            let valid = match std::str::from_utf8(&pending) {
+                Ok(_) => pending.len(),
+                Err(e) if e.error_len().is_some() => {
+                    bad = Some(at + e.valid_up_to() as u64);
+                    0
+                }
+                Err(e) => e.valid_up_to(),
+            };
+            pending.drain(..valid);
+            at += valid as u64;
+        }
+        n = file.read(&mut buf).map_err(fail)?;
+    }
+    if bad.is_none() && !pending.is_empty() {
+        bad = Some(at);
+    }
+    let whole = match bad {
+        Some(at) => Whole::NotUtf8(at),
+        None => Whole::Head(size),
+    };
+    Ok((bytes, *hasher.finalize().as_bytes(), whole))
 }

@@ -2,8 +2,8 @@
 //!
 //! [`plan`] maps the committed state, the observations, the configuration and the OS to
 //! the changes (manifest entries to write and delete, documents to remove and to add with
-//! their ids, whether offers must be decided again); [`offers`] decides which documents are
-//! offered. Neither touches the store or the disk, so both are tested without either.
+//! their ids, whether offers must be decided again; [`crate::offer::decide`] decides them).
+//! It touches neither the store nor the disk, so it is tested without either.
 //!
 //! A sync plans twice at most: once against its base before taking any lock (an empty plan
 //! means nothing to write), and once more inside the write transaction when another sync
@@ -13,10 +13,8 @@
 
 use super::observe::{Observation, Observed, Parsed};
 use crate::scan::{FileStat, Problem};
-use crate::skill;
 use crate::store::records::*;
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// `verified_at_ns` of an entry whose stat must not be trusted: the next sync hashes the
@@ -373,60 +371,13 @@ impl Plan {
     }
 }
 
-/// Decides, for every document, whether it is offered (`None`) or why not.
-///
-/// Hermes' rules: a skill whose `platforms` exclude this OS is hidden; a skill whose name
-/// or folder name is in `skills.disabled` is hidden; of several skills with one id, the
-/// first by precedence (local, external dirs in order, plugins) and then by path wins.
-pub fn offers(
-    heads: &BTreeMap<u32, DocHead>,
-    config: &ConfigSnapshot,
-    os: &str,
-) -> FxHashMap<u32, Option<NotOffered>> {
-    let hidden = |h: &DocHead| {
-        if !skill::runs_on(&h.platforms, os) {
-            Some(NotOffered::OtherOs { os: os.to_owned() })
-        } else if config.disabled.contains(&h.name) || config.disabled.contains(&h.dir_name) {
-            Some(NotOffered::Disabled)
-        } else {
-            None
-        }
-    };
-    let mut winners: FxHashMap<&str, (u32, &str, u32)> = FxHashMap::default();
-    for (id, h) in heads {
-        if hidden(h).is_some() {
-            continue;
-        }
-        let cand = (h.rank, h.key.as_str(), *id);
-        winners
-            .entry(h.id.as_str())
-            .and_modify(|w| {
-                if (cand.0, cand.1) < (w.0, w.1) {
-                    *w = cand;
-                }
-            })
-            .or_insert(cand);
-    }
-    heads
-        .iter()
-        .map(|(id, h)| {
-            let why = hidden(h).or_else(|| match winners.get(h.id.as_str()) {
-                Some(&(_, key, wid)) if wid != *id => {
-                    Some(NotOffered::Shadowed { by: key.to_owned() })
-                }
-                _ => None,
-            });
-            (*id, why)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analyze::analyze;
     use crate::scan::Candidate;
     use crate::skill::{Location, Origin};
+    use std::collections::BTreeMap;
 
     const SEC: i64 = 1_000_000_000;
 

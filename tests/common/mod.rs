@@ -265,17 +265,28 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
                     let c: ConfigSnapshot = decode(store, v.value(), "config").unwrap();
                     out.push_str(&format!("config {c:?}\n"));
                 }
-                "platform_hidden" => {
-                    let h: PlatformHidden = decode(store, v.value(), "hidden").unwrap();
-                    let h: BTreeMap<String, Vec<String>> = h
+                "offer_rules" => {
+                    let r: OfferRules = decode(store, v.value(), "offer rules").unwrap();
+                    let mut docs: Vec<String> = r
+                        .docs
                         .into_iter()
-                        .map(|(k, v)| {
-                            let mut v: Vec<String> = v.into_iter().map(p).collect();
-                            v.sort();
-                            (k, v)
+                        .map(|d| {
+                            let path = p(d.doc);
+                            format!("{path} {:?}", skillidx::offer::DocRule { doc: 0, ..d })
                         })
                         .collect();
-                    out.push_str(&format!("platform_hidden {h:?}\n"));
+                    docs.sort();
+                    let mut clashes: Vec<Vec<(String, Option<String>)>> = r
+                        .clashes
+                        .into_iter()
+                        .map(|g| {
+                            g.into_iter()
+                                .map(|m| (p(m.doc), m.local_category))
+                                .collect()
+                        })
+                        .collect();
+                    clashes.sort();
+                    out.push_str(&format!("offer_rules {docs:?} {clashes:?}\n"));
                 }
                 other => out.push_str(&format!("{other} {:?}\n", v.value())),
             }

@@ -177,7 +177,7 @@ fn documents(home: &Path) -> Result<Vec<(String, String, String)>> {
         .par_iter()
         .map(|c| {
             let bytes = std::fs::read(&c.path).ok()?;
-            skill::parse(&bytes, &c.location).ok()
+            Some(skill::parse(&bytes, &c.location))
         })
         .collect();
     // Candidates come in precedence order (roots in order, paths sorted within each), so the
