@@ -42,6 +42,7 @@
 
 use crate::freshness::{Freshness, DEFAULT_TTL};
 use crate::home::{Profile, Root};
+use crate::offer::Session;
 use crate::search::{Explanation, Hit, SearchOptions, Snapshot};
 use crate::store::{self, StoreError};
 use crate::sync::{SyncOptions, SyncReport};
@@ -626,11 +627,23 @@ impl LiveIndex {
         self.inner.state().status.clone()
     }
 
+    /// `opts` with this process's session for the profile when they name none. The search
+    /// would otherwise look the profile's home up in the index, a read transaction of its
+    /// own: the one thing a query must not begin.
+    fn with_session(&self, opts: &SearchOptions) -> SearchOptions {
+        let mut opts = opts.clone();
+        if opts.session.is_none() {
+            opts.session = Some(Session::detect(&self.inner.profile.home));
+        }
+        opts
+    }
+
     /// The top hits for `query`, from the latest snapshot (never waiting for one).
     pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Vec<Hit>, Error> {
         let profile = &self.inner.profile.name;
+        let opts = self.with_session(opts);
         self.inner
-            .with_view(|store, txn| Snapshot::open(store, txn, profile)?.search(query, opts))
+            .with_view(|store, txn| Snapshot::open(store, txn, profile)?.search(query, &opts))
     }
 
     /// Why `skill` scores what it does for `query`, from the latest snapshot.
@@ -641,8 +654,9 @@ impl LiveIndex {
         opts: &SearchOptions,
     ) -> Result<Option<Explanation>, Error> {
         let profile = &self.inner.profile.name;
+        let opts = self.with_session(opts);
         self.inner.with_view(|store, txn| {
-            Snapshot::open(store, txn, profile)?.explain(query, skill, opts)
+            Snapshot::open(store, txn, profile)?.explain(query, skill, &opts)
         })
     }
 
