@@ -5,7 +5,9 @@ A benchmark, not a test. One process plays a Hermes gateway with the skill-retri
 THREADS threads each answer a turn every PERIOD ms through the plugin's own per-turn path
 (`pre_llm_call`: chit-chat check, `Index.refresh()` freshness check, background-problem check,
 `Index.retrieve()`), on a copy of the ~2,800 skills of ../shared/corpus (plus a small second
-profile). Meanwhile, in other processes and threads:
+profile). The messages are the short requests of benches/queries.json and, one turn in 14, its
+~200-word agent turn with a pasted log (reported apart: it costs more to search). Meanwhile, in
+other processes and threads:
 
 - a cron-style loop runs `skillidx sync --all-profiles` every CRON seconds;
 - every EDIT seconds a skill changes: alternately an in-place edit of a nested SKILL.md (only a
@@ -139,14 +141,14 @@ def main() -> None:
         epoch = time.perf_counter()
         wall_epoch = time.time()
         now = lambda: time.perf_counter() - epoch  # noqa: E731
-        turns: List[Tuple[float, float]] = []  # (start, seconds)
+        turns: List[Tuple[float, float, bool]] = []  # (start, seconds, long message)
         turns_lock = threading.Lock()
         syncs: List[Tuple[str, float, float]] = []  # (kind, start, end)
         edits: List[Dict[str, Any]] = []
         errors: List[str] = []
 
         def turner(i: int) -> None:
-            local: List[Tuple[float, float]] = []
+            local: List[Tuple[float, float, bool]] = []
             r = random.Random(args.seed * 100 + i)
             nxt = now() + r.random() * args.period_ms / 1000.0
             while not stop.is_set():
@@ -157,7 +159,7 @@ def main() -> None:
                 s = now()
                 t = time.perf_counter()
                 hermes_plugin._on_pre_llm_call(user_message=msg, conversation_history=[], platform="cli")
-                local.append((s, time.perf_counter() - t))
+                local.append((s, time.perf_counter() - t, len(msg.split()) > 50))
                 nxt += args.period_ms / 1000.0
                 if nxt < now():  # fell behind: do not burst
                     nxt = now()
@@ -231,10 +233,12 @@ def main() -> None:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    ms = [d * 1000.0 for _, d in turns]
+    ms = [d * 1000.0 for _, d, _ in turns]
+    short = [d * 1000.0 for _, d, long in turns if not long]
+    long_ms = [d * 1000.0 for _, d, long in turns if long]
     spans = sorted((s, e) for _, s, e in syncs)
-    overlapping = [d * 1000.0 for s, d in turns if any(a < s + d and s < b for a, b in spans)]
-    quiet = [d * 1000.0 for s, d in turns if not any(a < s + d and s < b for a, b in spans)]
+    overlapping = [d * 1000.0 for s, d, _ in turns if any(a < s + d and s < b for a, b in spans)]
+    quiet = [d * 1000.0 for s, d, _ in turns if not any(a < s + d and s < b for a, b in spans)]
     for e in edits:
         after = [end for _, start, end in syncs if start >= e["at"]]
         e["first_sync_end"] = min(after) if after else None
@@ -249,7 +253,7 @@ def main() -> None:
     slow = [
         {"at": s, "ms": d * 1000.0,
          "during": [f"{k} +{(s - a) * 1000:.0f}/{(b - a) * 1000:.0f} ms" for k, a, b in syncs if a < s + d and s < b]}
-        for s, d in sorted(turns) if d > 0.010
+        for s, d, _ in sorted(turns) if d > 0.010
     ]
     result = {
         "skills": 2786,
@@ -261,6 +265,12 @@ def main() -> None:
         "turn_p99_ms": pct(ms, 99),
         "turn_longest_ms": max(ms) if ms else float("nan"),
         "turns_over_20ms": sum(1 for m in ms if m > 20.0),
+        "short_turns": len(short),
+        "short_turn_p50_ms": pct(short, 50),
+        "short_turn_p99_ms": pct(short, 99),
+        "long_turns": len(long_ms),
+        "long_turn_p50_ms": pct(long_ms, 50),
+        "long_turn_p99_ms": pct(long_ms, 99),
         "turns_during_a_sync": len(overlapping),
         "turns_during_a_sync_p99_ms": pct(overlapping, 99),
         "turns_during_a_sync_longest_ms": max(overlapping) if overlapping else float("nan"),
@@ -284,6 +294,9 @@ def main() -> None:
           f"on {result['skills']} skills")
     print(f"turn p50 {result['turn_p50_ms']:.2f} ms, p99 {result['turn_p99_ms']:.2f} ms, "
           f"longest {result['turn_longest_ms']:.2f} ms, over 20 ms: {result['turns_over_20ms']}")
+    print(f"  short messages ({result['short_turns']}): p50 {result['short_turn_p50_ms']:.2f} ms, p99 "
+          f"{result['short_turn_p99_ms']:.2f} ms; the ~200-word message ({result['long_turns']}): p50 "
+          f"{result['long_turn_p50_ms']:.2f} ms, p99 {result['long_turn_p99_ms']:.2f} ms")
     print(f"turns during a sync: {result['turns_during_a_sync']} (p99 {result['turns_during_a_sync_p99_ms']:.2f} ms, "
           f"longest {result['turns_during_a_sync_longest_ms']:.2f} ms); outside syncs p99 "
           f"{result['turns_outside_syncs_p99_ms']:.2f} ms")
