@@ -1,9 +1,10 @@
 //! The per-turn freshness check: a cheap stat signature of a profile's skill roots.
 //!
-//! A long-running agent process (the Hermes plugin) asks once per turn whether the index
-//! may be behind the files. A full sync stats every SKILL.md, which is too much for every
-//! turn on a big home, so [`Freshness`] stats only what changes when skills are added,
-//! removed, renamed or moved, or when the configuration changes:
+//! A long-running agent process (the Hermes plugin, through [`crate::refresh::LiveIndex`])
+//! asks once per turn whether the index may be behind the files, and starts a background
+//! sync when it may be. A full sync stats every SKILL.md, which is too much for every turn
+//! on a big home, so [`Freshness`] stats only what changes when skills are added, removed,
+//! renamed or moved, or when the configuration changes:
 //!
 //! - `config.yaml` and the `plugins/` folder of the profile home;
 //! - every skill root ([`crate::scan::skill_roots`]: local, `skills.external_dirs`, plugin
@@ -12,8 +13,9 @@
 //!
 //! A change to any of these marks the index stale. An edit inside a nested
 //! `category/skill/SKILL.md` changes none of them, so the check also goes stale when
-//! [`DEFAULT_TTL`] (30 s) has passed since the last sync: the incremental sync that follows
-//! stats every file and picks such edits up, so they are seen within 30 s.
+//! [`DEFAULT_TTL`] (30 s) has passed since the last sync started: the incremental sync that
+//! follows stats every file and picks such edits up, so they are seen within 30 s (plus the
+//! sync's own time).
 //!
 //! The roots are derived from `config.yaml` again only when its stat changes or the TTL
 //! expires, so a turn with nothing changed costs a few dozen `stat` calls and no parsing.
@@ -28,6 +30,15 @@ use std::time::{Duration, Instant};
 
 /// How long an index may go unsynced before a full incremental sync runs anyway.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+
+/// What [`Freshness::check`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Due {
+    /// The stat signature now.
+    pub signature: u64,
+    /// Whether a sync is due.
+    pub stale: bool,
+}
 
 /// Tracks whether a profile's index may be behind its files.
 #[derive(Debug, Clone)]
@@ -68,12 +79,21 @@ impl Freshness {
     /// Whether a sync is due: never synced, the signature changed since the last sync, or
     /// the TTL has passed. Remembers the signature it saw, for [`Freshness::mark_synced`].
     pub fn is_stale(&mut self) -> bool {
-        let sig = self.signature();
-        self.pending = Some(sig);
-        match self.synced {
+        let due = self.check();
+        self.pending = Some(due.signature);
+        due.stale
+    }
+
+    /// The stat signature now, and whether a sync is due. Unlike [`Freshness::is_stale`]
+    /// this remembers nothing: a caller that syncs elsewhere (a background thread) keeps
+    /// the signature and hands it back to [`Freshness::mark_synced_as`].
+    pub fn check(&mut self) -> Due {
+        let signature = self.signature();
+        let stale = match self.synced {
             None => true,
-            Some((last, at)) => last != sig || at.elapsed() >= self.ttl,
-        }
+            Some((last, at)) => last != signature || at.elapsed() >= self.ttl,
+        };
+        Due { signature, stale }
     }
 
     /// Records that a sync has just succeeded. The signature stored is the one the last
@@ -85,6 +105,16 @@ impl Freshness {
             None => self.signature(),
         };
         self.synced = Some((sig, Instant::now()));
+    }
+
+    /// Records that a sync which started at `started`, after [`Freshness::check`] saw
+    /// `signature`, has succeeded. The TTL counts from `started`: what the sync saw is as
+    /// old as that. A later sync's record is never replaced by an earlier one's.
+    pub fn mark_synced_as(&mut self, signature: u64, started: Instant) {
+        if self.synced.is_some_and(|(_, at)| at > started) {
+            return;
+        }
+        self.synced = Some((signature, started));
     }
 
     /// Forgets the last sync: the next [`Freshness::is_stale`] returns `true`.

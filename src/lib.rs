@@ -3,7 +3,7 @@
 //! Data flows one way: files ([`scan`]) → parsed skills ([`skill`]) → terms
 //! ([`tokenize`], [`analyze`]) → the store ([`store`], written by [`sync`]) → queries
 //! ([`search`]). [`compact`] rewrites the `<available_skills>` block of a prompt;
-//! [`freshness`] and [`hermes`] serve the Hermes plugin. See
+//! [`freshness`], [`refresh`] and [`hermes`] serve the Hermes plugin. See
 //! `ARCHITECTURE.md` for the map and `docs/store.md` for the file format.
 
 #![warn(missing_docs)]
@@ -20,6 +20,7 @@ pub mod hermes;
 pub mod home;
 pub mod offer;
 pub mod postings;
+pub mod refresh;
 pub mod safety;
 pub mod scan;
 pub mod search;

@@ -4,18 +4,15 @@
 //! released ([`Python::detach`]), every Rust panic is caught and raised as
 //! `SkillidxError`, and engine errors map to a small exception hierarchy.
 
-use crate::freshness::Freshness;
-use crate::home::{Profile, Root};
+use crate::refresh::{LiveIndex, LiveOptions};
 use crate::search::{Params, SearchOptions};
 use crate::store::StoreError;
-use crate::sync::SyncOptions;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 create_exception!(
     skillidx,
@@ -257,13 +254,12 @@ impl PySyncReport {
     }
 }
 
-/// An open index for one profile of a Hermes home; safe to share between threads.
+/// An open index for one profile of a Hermes home; safe to share between threads. Queries
+/// use a read-only handle that follows the file; syncs run in the background
+/// ([`crate::refresh::LiveIndex`]).
 #[pyclass(frozen, module = "skillidx._native", name = "Index")]
 struct PyIndex {
-    index: crate::Index,
-    profile: Profile,
-    db: PathBuf,
-    freshness: Mutex<Freshness>,
+    live: LiveIndex,
 }
 
 /// Search options from the Python arguments; an unknown ranking name is a `ValueError`.
@@ -332,8 +328,10 @@ fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, Failure> {
 impl PyIndex {
     /// Opens the index of `home` (default: `$HERMES_HOME`, else `~/.hermes`) for `profile`
     /// (default: the active one); `db` defaults to `<root home>/skillidx.redb`. The file is
-    /// created unless `readonly`. `ttl` is the longest time (seconds) [`PyIndex::refresh`]
-    /// trusts the cheap stat check before syncing anyway.
+    /// opened read-only (nothing is written on open); a missing file is created by the
+    /// first sync, unless `readonly`, which requires the file and never syncs in the
+    /// background. `ttl` is the longest time (seconds) [`PyIndex::refresh`] trusts the
+    /// cheap stat check before a sync is due anyway.
     #[new]
     #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0))]
     fn new(
@@ -347,72 +345,68 @@ impl PyIndex {
         let ttl = std::time::Duration::try_from_secs_f64(ttl)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("ttl: {e}")))?;
         detached(py, move || {
-            let root = Root::locate(home.as_deref()).map_err(crate::Error::from)?;
-            let name = profile.unwrap_or_else(|| root.active_profile_name());
-            let profile = root.profile(&name)?;
-            let db = db.unwrap_or_else(|| root.default_db_path());
-            let index = if readonly {
-                crate::Index::open(&db)?
-            } else {
-                crate::Index::open_writable(&db)?
-            };
-            Ok(PyIndex {
-                index,
-                freshness: Mutex::new(Freshness::with_ttl(&profile.home, ttl)),
-                profile,
-                db,
-            })
+            let opts = LiveOptions { ttl, readonly };
+            let live = LiveIndex::locate(home.as_deref(), profile.as_deref(), db.as_deref(), opts)?;
+            Ok(PyIndex { live })
         })
     }
 
     /// The profile name.
     #[getter]
     fn profile(&self) -> String {
-        self.profile.name.clone()
+        self.live.profile().name.clone()
     }
 
     /// The profile's home directory.
     #[getter]
     fn home(&self) -> PathBuf {
-        self.profile.home.clone()
+        self.live.profile().home.clone()
     }
 
     /// The index file.
     #[getter]
     fn db(&self) -> PathBuf {
-        self.db.clone()
+        self.live.db().to_path_buf()
     }
 
-    /// Brings the profile's index in line with its skills on disk.
+    /// Brings the profile's index in line with its skills on disk, in this thread (the
+    /// file is opened for writing only to commit). `rebuild` builds it again from the
+    /// files, moving a damaged file aside first.
     #[pyo3(signature = (rebuild=false))]
     fn sync(&self, py: Python<'_>, rebuild: bool) -> PyResult<PySyncReport> {
-        detached(py, || {
-            let opts = SyncOptions {
-                rebuild,
-                ..Default::default()
-            };
-            let report = self.index.sync(&self.profile, &opts)?;
-            if let Ok(mut f) = self.freshness.lock() {
-                f.mark_synced();
-            }
-            Ok(report.into())
-        })
+        detached(py, || Ok(self.live.sync(rebuild)?.into()))
     }
 
-    /// Syncs when the cheap freshness check (stat signature, 30 s TTL) says the index may be
-    /// behind; returns whether a sync ran.
+    /// The per-turn freshness check: when the cheap stat signature changed or the TTL
+    /// passed, starts a sync in the background and returns `True` at once. Never syncs in
+    /// this thread and never waits.
     fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
-        detached(py, || {
-            // A poisoned lock only means another thread panicked mid-check: the state is
-            // still a valid (possibly stale) signature.
-            let mut f = self.freshness.lock().unwrap_or_else(|p| p.into_inner());
-            if !f.is_stale() {
-                return Ok(false);
-            }
-            self.index.sync(&self.profile, &SyncOptions::default())?;
-            f.mark_synced();
-            Ok(true)
-        })
+        detached(py, || Ok(self.live.refresh()))
+    }
+
+    /// At startup: builds the index in this thread when the file or the profile is not
+    /// in it yet (returns the report); otherwise starts a background sync if one is due
+    /// and returns `None`.
+    fn prepare(&self, py: Python<'_>) -> PyResult<Option<PySyncReport>> {
+        detached(py, || Ok(self.live.prepare()?.map(PySyncReport::from)))
+    }
+
+    /// Waits until no background sync runs (at most `timeout` seconds); returns whether
+    /// none does. For tests and shutdown, not for turns.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let timeout = timeout
+            .map(std::time::Duration::try_from_secs_f64)
+            .transpose()
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
+        detached(py, || Ok(self.live.wait(timeout)))
+    }
+
+    /// What the background syncs and the handle have been doing, as a dict: `syncing`,
+    /// `syncs`, `failures`, `busy`, `sync_error`, `open_error`, `reopened`, `last_sync`.
+    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value = guarded(|| json(&self.live.status())).map_err(PyErr::from)?;
+        to_py(py, &value)
     }
 
     /// The top `k` hits for `query`; skills disabled on `platform` are left out.
@@ -430,7 +424,7 @@ impl PyIndex {
     ) -> PyResult<Vec<PyHit>> {
         let opts = options(k, platform, ranking, k1, b, false)?;
         detached(py, || {
-            let hits = self.index.search(&self.profile.name, &query, &opts)?;
+            let hits = self.live.search(&query, &opts)?;
             Ok(hits.into_iter().map(PyHit::from).collect())
         })
     }
@@ -456,7 +450,7 @@ impl PyIndex {
         // What is injected gets the relevance floor.
         let opts = options(k, platform, ranking, k1, b, true)?;
         detached(py, || {
-            let hits = self.index.search(&self.profile.name, &query, &opts)?;
+            let hits = self.live.search(&query, &opts)?;
             let hits =
                 crate::hermes::select_hits(hits, inject_k.unwrap_or(k).min(k), min_score_ratio);
             Ok(crate::hermes::format_retrieved_block(&hits, &shown))
@@ -479,9 +473,7 @@ impl PyIndex {
     ) -> PyResult<Py<PyAny>> {
         let opts = options(6, platform, ranking, k1, b, false)?;
         let value = detached(py, || {
-            let ex = self
-                .index
-                .explain(&self.profile.name, &query, &skill, &opts)?;
+            let ex = self.live.explain(&query, &skill, &opts)?;
             json(&ex)
         })?;
         to_py(py, &value)
@@ -489,20 +481,22 @@ impl PyIndex {
 
     /// The profile's figures, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let value = detached(py, || json(&self.index.stats(&self.profile.name)?))?;
+        let value = detached(py, || json(&self.live.stats()?))?;
         to_py(py, &value)
     }
 
     /// Every indexed skill of the profile (offered or not), as dicts.
     fn list(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let value = detached(py, || json(&self.index.list(&self.profile.name)?))?;
+        let value = detached(py, || json(&self.live.list()?))?;
         to_py(py, &value)
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Index(profile={:?}, home={:?}, db={:?})",
-            self.profile.name, self.profile.home, self.db
+            self.live.profile().name,
+            self.live.profile().home,
+            self.live.db()
         )
     }
 }
@@ -554,6 +548,15 @@ fn main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
     })
 }
 
+/// Sets the action of fail point `name` in this process (`None` clears it); only in builds
+/// with the `failpoints` feature, for tests. See `src/failpoint.rs`.
+#[cfg(feature = "failpoints")]
+#[pyfunction]
+#[pyo3(signature = (name, action=None))]
+fn _set_failpoint(name: &str, action: Option<&str>) {
+    crate::failpoint::set(name, action);
+}
+
 /// The module `skillidx._native`.
 #[pymodule(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -566,6 +569,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(format_retrieved_block, m)?)?;
     m.add_function(wrap_pyfunction!(injected_ids, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
+    #[cfg(feature = "failpoints")]
+    m.add_function(wrap_pyfunction!(_set_failpoint, m)?)?;
     m.add("SkillidxError", py.get_type::<SkillidxError>())?;
     m.add("IndexMissingError", py.get_type::<IndexMissingError>())?;
     m.add("IndexCorruptError", py.get_type::<IndexCorruptError>())?;

@@ -115,8 +115,28 @@ class Explanation(TypedDict):
     inactive: Optional[str]
     terms: List[TermContribution]
 
+class LastSync(TypedDict):
+    started_ms: int
+    elapsed_ms: float
+    committed: bool
+    generation: int
+    active: int
+
+class Status(TypedDict):
+    syncing: bool
+    syncs: int
+    failures: int
+    busy: int
+    sync_error: Optional[str]
+    open_error: Optional[str]
+    reopened: int
+    last_sync: Optional[LastSync]
+
 class Index:
     """An open index for one profile of a Hermes home; safe to share between threads.
+
+    Queries use a read-only handle (nothing is written on open) that follows the file when it
+    is replaced; ``refresh()`` syncs in the background, never in the calling thread.
 
     Every method that touches the store or the disk releases the GIL.
     """
@@ -136,7 +156,13 @@ class Index:
     @property
     def db(self) -> str: ...
     def sync(self, rebuild: bool = False) -> SyncReport: ...
-    def refresh(self) -> bool: ...
+    def refresh(self) -> bool:
+        """Freshness check; starts a background sync when one is due (returns True). Never waits."""
+    def prepare(self) -> Optional[SyncReport]:
+        """Startup: builds a missing index here, else starts a background sync if due."""
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Waits until no background sync runs; for tests and shutdown, not turns."""
+    def status(self) -> Status: ...
     def search(
         self,
         query: str,
@@ -175,3 +201,5 @@ def is_chit_chat(text: str) -> bool: ...
 def format_retrieved_block(hits: Sequence[Hit], shown: Sequence[str] = ...) -> Optional[str]: ...
 def injected_ids(text: str) -> List[str]: ...
 def main(argv: List[str]) -> int: ...
+def _set_failpoint(name: str, action: Optional[str] = None) -> None:
+    """Only in builds with the ``failpoints`` feature (tests)."""

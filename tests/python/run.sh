@@ -3,8 +3,9 @@
 #
 # From a clean checkout with only the Rust toolchain and python3 (3.11-3.13, which
 # hermes-agent 0.19.0 needs): creates .venv, installs maturin, pytest and hermes-agent==0.19.0
-# from the package registry, builds and installs skillidx into it (maturin develop --release),
-# then runs pytest on tests/python. The venv is reused when it already has the right packages.
+# from the package registry, builds and installs skillidx into it (maturin develop --release,
+# with the `failpoints` feature the plugin-path tests use to pause a sync), then runs pytest on
+# tests/python. The venv is reused when it already has the right packages.
 #
 # Env: PYTHON (interpreter for the venv, default python3), SKILLIDX_VENV (default .venv),
 # extra arguments are passed to pytest.
@@ -31,7 +32,7 @@ fi
 echo "== building skillidx into $VENV"
 LOG="$VENV/maturin-develop.log"
 if ! VIRTUAL_ENV="$(cd "$VENV" && pwd)" PATH="$(cd "$VENV" && pwd)/bin:$PATH" \
-    "$VENV/bin/maturin" develop --release > "$LOG" 2>&1; then
+    "$VENV/bin/maturin" develop --release --features python,failpoints > "$LOG" 2>&1; then
   tail -40 "$LOG" >&2
   echo "maturin develop failed (full log: $LOG)" >&2
   exit 1

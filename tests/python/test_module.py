@@ -98,11 +98,15 @@ def test_retrieve_block_and_helpers(home: Path) -> None:
 
 def test_refresh_sees_new_skills_and_in_place_edits_within_ttl(home: Path) -> None:
     index = open_index(home, ttl=0.5)
+    assert not (home.parent / "idx.redb").exists(), "opening created the file"
+    # refresh() starts a background sync (here: the first build) and returns at once.
     assert index.refresh() is True
+    assert index.wait(60)
     assert index.refresh() is False
-    # A new skill folder changes a watched folder's stat: seen at once.
+    # A new skill folder changes a watched folder's stat: seen by the next sync.
     write_skill(home / "skills", "research/pubmed", "pubmed-search", "Search PubMed for clinical trials", [])
     assert index.refresh() is True
+    assert index.wait(60)
     assert index.search("clinical trials pubmed")[0].id == "pubmed-search"
     # An in-place edit of a nested SKILL.md is invisible to the cheap check...
     path = home / "skills" / "research" / "arxiv" / "SKILL.md"
@@ -112,7 +116,10 @@ def test_refresh_sees_new_skills_and_in_place_edits_within_ttl(home: Path) -> No
     # ...and picked up once the TTL has passed.
     time.sleep(0.6)
     assert index.refresh() is True
+    assert index.wait(60)
     assert index.search("zebra telescope")[0].id == "arxiv-search"
+    status = index.status()
+    assert status["syncs"] == 3 and status["sync_error"] is None, status
 
 
 def test_threads_search_while_another_thread_syncs(home: Path) -> None:

@@ -9,9 +9,13 @@ Two phases per turn, like the seed ``skill-retrieval`` plugin:
    profile and the top hits are returned as ``{"context": block}``, which Hermes appends to
    this turn's user message.
 
-All logic (compaction, search, freshness, formatting) lives in the Rust extension
-``skillidx._native``; this file only reads settings, wires the callbacks and fails open:
-any error logs one warning and injects nothing.
+All logic (compaction, search, freshness, background syncs, formatting) lives in the Rust
+extension ``skillidx._native``; this file only reads settings, wires the callbacks and fails
+open: an error injects nothing, and is logged whenever it differs from the last one logged.
+
+A turn never waits for a sync: the index is opened read-only, ``Index.refresh()`` only runs the
+cheap freshness check and starts a background sync when one is due, and the turn answers from
+the last commit (the sync's result is seen from the next turn on).
 
 Settings (environment): ``SKILL_RETRIEVAL_TOP_K`` (6), ``SKILL_RETRIEVAL_INJECT_K`` (= TOP_K,
 capped at it), ``SKILL_RETRIEVAL_MIN_SCORE_RATIO`` (0.25), ``SKILL_RETRIEVAL_K1`` (1.5),
@@ -97,13 +101,22 @@ _settings = _Settings()
 _index: Optional[Any] = None
 _index_lock = threading.Lock()
 _profile: Optional[str] = None
-_warned: set = set()
+# The last problem logged per kind; a problem is logged when it differs from this.
+_last_problem: Dict[str, str] = {}
 
 
-def _warn_once(key: str, msg: str, *args: Any) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        logger.warning(msg, *args)
+def _problem(key: str, detail: Any, msg: str) -> None:
+    """Logs ``msg % detail`` when ``detail`` differs from the last problem of this kind."""
+    text = str(detail)
+    if _last_problem.get(key) != text:
+        _last_problem[key] = text
+        logger.warning(msg, text)
+
+
+def _resolved(key: str) -> None:
+    """Notes that a kind of problem is gone (logged once, if one had been logged)."""
+    if _last_problem.pop(key, None) is not None:
+        logger.info("Skill retrieval recovered (%s)", key)
 
 
 def _timing(kind: str, started: float, **extra: Any) -> None:
@@ -118,14 +131,36 @@ def _timing(kind: str, started: float, **extra: Any) -> None:
         pass
 
 
-def _get_index() -> Any:
-    """The process's index handle, opened on first use (shared by every thread)."""
+def _get_index(wait: bool = False) -> Optional[Any]:
+    """The process's index (shared by every thread), opened on first use.
+
+    Opening is read-only and writes nothing. A turn does not wait for another thread that is
+    opening it: it gets ``None`` and injects nothing.
+    """
     global _index
     if _index is None:
-        with _index_lock:
+        if not _index_lock.acquire(blocking=wait):
+            return None
+        try:
             if _index is None:
                 _index = _native.Index(home=os.environ.get("HERMES_HOME") or None, profile=_profile)
+        finally:
+            _index_lock.release()
     return _index
+
+
+def _note_background(index: Any) -> None:
+    """Logs the background sync's and the file reopening's problems when they change."""
+    status = index.status()
+    for key, msg in (
+        ("sync", "Skill retrieval background sync failed (the last index keeps answering): %s"),
+        ("open", "Skill retrieval cannot reopen the replaced index file (the last one keeps answering): %s"),
+    ):
+        detail = status.get(key + "_error")
+        if detail:
+            _problem(key, detail, msg)
+        else:
+            _resolved(key)
 
 
 # -- phase 1: names-only <available_skills> in the outgoing request -------------------------
@@ -159,7 +194,7 @@ def _on_llm_request(request: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
         # Edited in place and returned: other plugins' middlewares see and keep the edit.
         return {"request": request, "source": "skill-retrieval", "reason": "names-only skills"}
     except Exception as exc:
-        _warn_once("llm_request", "llm_request skills rewrite failed: %s", exc)
+        _problem("llm_request", exc, "llm_request skills rewrite failed: %s")
         return None
     finally:
         _timing("llm_request", started)
@@ -196,12 +231,16 @@ def _on_pre_llm_call(
     **_: Any,
 ) -> Optional[Dict[str, str]]:
     started = time.perf_counter()
-    synced = False
+    scheduled = False
     try:
         if not isinstance(user_message, str) or _native.is_chit_chat(user_message):
             return None
         index = _get_index()
-        synced = index.refresh()
+        if index is None:
+            return None
+        # The freshness check: starts a background sync when one is due, never waits.
+        scheduled = index.refresh()
+        _note_background(index)
         block = index.retrieve(
             user_message,
             k=_settings.top_k,
@@ -213,12 +252,13 @@ def _on_pre_llm_call(
             k1=_settings.k1,
             b=_settings.b,
         )
+        _resolved("index")
         return {"context": block} if block else None
     except Exception as exc:
-        _warn_once("pre_llm_call", "Skill retrieval failed: %s", exc)
+        _problem("index", exc, "Skill retrieval failed, injecting nothing: %s")
         return None
     finally:
-        _timing("pre_llm_call", started, synced=synced)
+        _timing("pre_llm_call", started, scheduled=scheduled)
 
 
 # -- registration --------------------------------------------------------------------------
@@ -245,24 +285,34 @@ def register(ctx: Any) -> None:
 
     started = time.perf_counter()
     try:
-        index = _get_index()
-        index.refresh()
+        index = _get_index(wait=True)
+        # Startup, not a turn: a missing index is built here; an existing one is only
+        # opened, and a background sync starts if it may be behind.
+        report = index.prepare()
         stats = index.stats()
+        if report is not None:
+            how = "built now"
+        elif index.status()["syncing"]:
+            how = "opened; checking for changes in the background"
+        else:
+            how = "opened"
         if stats["active"] == 0:
             logger.warning("No active skills found for BM25 index")
         else:
             logger.info(
-                "BM25 index built: %d docs, %d terms in %.3fs (skillidx, profile %s, %s)",
+                "BM25 index built: %d docs, %d terms in %.3fs (skillidx, profile %s, %s; %s)",
                 stats["active"],
                 stats["terms"],
                 time.perf_counter() - started,
                 index.profile,
                 index.db,
+                how,
             )
+        _timing("register", started, built=report is not None)
     except Exception as exc:
         # Fail open: the hook retries opening the index on each turn and injects nothing
         # while it fails.
-        _warn_once("open", "Skill retrieval index unavailable, injecting nothing: %s", exc)
+        _problem("index", exc, "Skill retrieval index unavailable, injecting nothing: %s")
         globals()["_index"] = None
 
     ctx.register_hook("pre_llm_call", _on_pre_llm_call)
