@@ -319,20 +319,21 @@ pub fn cosine_i8(a: &[i8; DIM], b: &[i8; DIM]) -> f32 {
 
 /// Cosine of a float query vector and a stored int8 vector: the query keeps its precision.
 pub fn cosine_f32_i8(query: &[f32; DIM], stored: &[i8; DIM]) -> f32 {
-    let mut dot = 0.0f32;
-    let mut qq = 0.0f32;
-    let mut ss = 0.0f32;
-    for (&q, &s) in query.iter().zip(stored) {
-        let s = f32::from(s);
-        dot += q * s;
-        qq += q * q;
-        ss += s * s;
+    // 16 independent lanes per sum, so the loop vectorises.
+    let (mut dot, mut qq, mut ss) = ([0.0f32; 16], [0.0f32; 16], [0.0f32; 16]);
+    for (q, s) in query.chunks_exact(16).zip(stored.chunks_exact(16)) {
+        for j in 0..16 {
+            let sj = f32::from(s[j]);
+            dot[j] += q[j] * sj;
+            qq[j] += q[j] * q[j];
+            ss[j] += sj * sj;
+        }
     }
-    let denom = (qq * ss).sqrt();
+    let denom = (qq.iter().sum::<f32>() * ss.iter().sum::<f32>()).sqrt();
     if denom == 0.0 {
         0.0
     } else {
-        dot / denom
+        dot.iter().sum::<f32>() / denom
     }
 }
 

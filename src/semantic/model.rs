@@ -379,55 +379,88 @@ fn gemm_with<const FMA: bool>(
     col: usize,
 ) {
     let k = w.k;
-    for (p, panel) in w.data.chunks_exact(k * NR).enumerate() {
-        let bias: &[f32; NR] = bias[p * NR..(p + 1) * NR].try_into().expect("NR");
-        let c_col = col + p * NR;
-        let mut r = 0;
-        while r < rows {
-            let left = rows - r;
-            let a = &a[r * lda..];
-            let c = &mut c[r * ldc + c_col..];
-            match left {
-                1 => kernel::<1, FMA>(a, lda, panel, bias, c, ldc),
-                2 => kernel::<2, FMA>(a, lda, panel, bias, c, ldc),
-                3 => kernel::<3, FMA>(a, lda, panel, bias, c, ldc),
-                4 => kernel::<4, FMA>(a, lda, panel, bias, c, ldc),
-                5 => kernel::<5, FMA>(a, lda, panel, bias, c, ldc),
-                _ => kernel::<MR, FMA>(a, lda, panel, bias, c, ldc),
-            }
-            r += left.min(MR);
+    let span = k * NR;
+    let panels = w.n / NR;
+    let full = rows - rows % MR;
+    // Whole blocks of MR rows, panel by panel: a panel stays in cache across the blocks.
+    for p in 0..panels {
+        let panel = &w.data[p * span..(p + 1) * span];
+        let bias = &bias[p * NR..(p + 1) * NR];
+        for r in (0..full).step_by(MR) {
+            let c = &mut c[r * ldc + col + p * NR..];
+            kernel::<MR, 1, FMA>(&a[r * lda..], lda, k, panel, bias, c, ldc);
+        }
+    }
+    // The last few rows (all of them for a short text or a vector): several panels per call,
+    // so that enough independent accumulators hide the FMA latency.
+    let a = &a[full * lda..];
+    let rem = rows - full;
+    let mut step = match rem {
+        0 => return,
+        1 => 4,
+        2 | 3 => 2,
+        _ => 1,
+    };
+    while !panels.is_multiple_of(step) {
+        step /= 2;
+    }
+    for p in (0..panels).step_by(step) {
+        let panel = &w.data[p * span..(p + step) * span];
+        let bias = &bias[p * NR..(p + step) * NR];
+        let c = &mut c[full * ldc + col + p * NR..];
+        match (rem, step) {
+            (1, 4) => kernel::<1, 4, FMA>(a, lda, k, panel, bias, c, ldc),
+            (1, 2) => kernel::<1, 2, FMA>(a, lda, k, panel, bias, c, ldc),
+            (1, _) => kernel::<1, 1, FMA>(a, lda, k, panel, bias, c, ldc),
+            (2, 2) => kernel::<2, 2, FMA>(a, lda, k, panel, bias, c, ldc),
+            (2, _) => kernel::<2, 1, FMA>(a, lda, k, panel, bias, c, ldc),
+            (3, 2) => kernel::<3, 2, FMA>(a, lda, k, panel, bias, c, ldc),
+            (3, _) => kernel::<3, 1, FMA>(a, lda, k, panel, bias, c, ldc),
+            (4, _) => kernel::<4, 1, FMA>(a, lda, k, panel, bias, c, ldc),
+            _ => kernel::<5, 1, FMA>(a, lda, k, panel, bias, c, ldc),
         }
     }
 }
 
-/// `R` rows × 16 columns of output, accumulated in registers over the whole of `k`.
+/// `R` rows × `P` panels of 16 columns of output, accumulated in registers over all of `k`.
 #[inline(always)]
-fn kernel<const R: usize, const FMA: bool>(
+#[allow(clippy::needless_range_loop)] // r, q and j index several arrays in lockstep
+fn kernel<const R: usize, const P: usize, const FMA: bool>(
     a: &[f32],
     lda: usize,
-    panel: &[f32],
-    bias: &[f32; NR],
+    k: usize,
+    panels: &[f32],
+    bias: &[f32],
     c: &mut [f32],
     ldc: usize,
 ) {
-    let k = panel.len() / NR;
-    let a_rows: [&[f32]; R] = std::array::from_fn(|r| &a[r * lda..r * lda + k]);
-    let mut acc = [*bias; R];
-    for (kk, b) in panel.chunks_exact(NR).enumerate() {
-        let b: &[f32; NR] = b.try_into().expect("NR");
-        for r in 0..R {
-            let av = a_rows[r][kk];
-            for j in 0..NR {
-                acc[r][j] = if FMA {
-                    av.mul_add(b[j], acc[r][j])
-                } else {
-                    acc[r][j] + av * b[j]
-                };
+    // Every index below is checked here once, so the hot loop can go unchecked.
+    assert!(a.len() >= (R - 1) * lda + k && panels.len() == P * k * NR && bias.len() == P * NR);
+    assert!(c.len() >= (R - 1) * ldc + P * NR);
+    let init: [[f32; NR]; P] =
+        std::array::from_fn(|q| bias[q * NR..(q + 1) * NR].try_into().expect("NR"));
+    let mut acc = [init; R];
+    for kk in 0..k {
+        for q in 0..P {
+            // SAFETY: q < P and kk < k, and panels.len() == P * k * NR (asserted above).
+            let b = unsafe { panels.get_unchecked((q * k + kk) * NR..(q * k + kk + 1) * NR) };
+            for r in 0..R {
+                // SAFETY: r < R and kk < k, and a.len() >= (R - 1) * lda + k (asserted above).
+                let av = unsafe { *a.get_unchecked(r * lda + kk) };
+                for j in 0..NR {
+                    acc[r][q][j] = if FMA {
+                        av.mul_add(b[j], acc[r][q][j])
+                    } else {
+                        acc[r][q][j] + av * b[j]
+                    };
+                }
             }
         }
     }
     for (r, acc) in acc.iter().enumerate() {
-        c[r * ldc..r * ldc + NR].copy_from_slice(acc);
+        for (q, acc) in acc.iter().enumerate() {
+            c[r * ldc + q * NR..r * ldc + (q + 1) * NR].copy_from_slice(acc);
+        }
     }
 }
 
@@ -437,30 +470,31 @@ mod tests {
 
     #[test]
     fn gemm_matches_the_naive_product() {
-        let (k, n) = (40, 32);
-        let w: Vec<f32> = (0..k * n)
-            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
-            .collect();
-        let packed = Packed::new(&w, k, n);
-        let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
-        for rows in [1, 2, 5, 6, 7, 13] {
-            // overlapping rows: lda < k
-            let lda = 8;
-            let a: Vec<f32> = (0..(rows - 1) * lda + k)
-                .map(|i| ((i * 13 % 17) as f32) - 8.0)
+        for (k, n) in [(40, 32), (24, 16), (8, 64), (33, 48)] {
+            let w: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
                 .collect();
-            let ldc = n + 8;
-            let mut c = vec![0.0f32; rows * ldc];
-            gemm(&a, lda, rows, &packed, &bias, &mut c, ldc, 4);
-            for r in 0..rows {
-                for j in 0..n {
-                    let want: f32 =
-                        bias[j] + (0..k).map(|q| a[r * lda + q] * w[q * n + j]).sum::<f32>();
-                    let got = c[r * ldc + 4 + j];
-                    assert!(
-                        (want - got).abs() <= 1e-3 * want.abs().max(1.0),
-                        "{rows} {r} {j}: {want} vs {got}"
-                    );
+            let packed = Packed::new(&w, k, n);
+            let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+            for rows in [1, 2, 3, 4, 5, 6, 7, 8, 9, 13] {
+                // overlapping rows: lda < k
+                let lda = 8;
+                let a: Vec<f32> = (0..(rows - 1) * lda + k)
+                    .map(|i| ((i * 13 % 17) as f32) - 8.0)
+                    .collect();
+                let ldc = n + 8;
+                let mut c = vec![0.0f32; rows * ldc];
+                gemm(&a, lda, rows, &packed, &bias, &mut c, ldc, 4);
+                for r in 0..rows {
+                    for j in 0..n {
+                        let want: f32 =
+                            bias[j] + (0..k).map(|q| a[r * lda + q] * w[q * n + j]).sum::<f32>();
+                        let got = c[r * ldc + 4 + j];
+                        assert!(
+                            (want - got).abs() <= 1e-3 * want.abs().max(1.0),
+                            "{rows} {r} {j}: {want} vs {got}"
+                        );
+                    }
                 }
             }
         }
