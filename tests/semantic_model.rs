@@ -113,7 +113,7 @@ fn embeddings_match_the_reference() {
         worst_q = worst_q.min(semantic::cosine(&back, &case.embedding));
     }
     eprintln!(
-        "embeddings: min cosine to the reference {:.6} ({:?}); int8: {:.6}",
+        "embeddings: min cosine to the reference {:.7} ({:?}); int8: {:.7}",
         worst.0, worst.1, worst_q
     );
     assert!(worst.0 >= 0.999, "min cosine {} for {:?}", worst.0, worst.1);
@@ -195,4 +195,61 @@ fn damaged_files_are_named() {
     // The package folder above resources/ is accepted too.
     let pkg = dir.parent().unwrap();
     assert_eq!(semantic::locate_model_dir(Some(pkg)).unwrap(), dir);
+}
+
+/// Thread CPU time of `f`, in milliseconds: unlike wall time, not inflated by other
+/// processes on a shared machine.
+#[cfg(unix)]
+fn cpu_ms(f: impl FnOnce()) -> f64 {
+    let now = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+    };
+    let start = now();
+    f();
+    now() - start
+}
+
+/// Latency of `embed` in thread CPU time, p50 and p90 over 50 runs each: a short query, the
+/// ~200-word turn of `benches/queries.json`, a typical skill text. Release builds only:
+/// `cargo test --release --features semantic --test semantic_model -- --ignored --nocapture`.
+#[cfg(unix)]
+#[test]
+#[ignore = "timing: run in release with --ignored"]
+fn embed_latency_cpu_time() {
+    let Some(model) = model() else { return };
+    let q: serde_json::Value =
+        serde_json::from_str(include_str!("../benches/queries.json")).unwrap();
+    let texts = [
+        ("short query", q["short"][0].as_str().unwrap().to_owned()),
+        ("200-word turn", q["turn"].as_str().unwrap().to_owned()),
+        (
+            "typical skill",
+            "pdf-to-markdown: Convert PDF documents to clean Markdown, keeping headings, \
+             tables and lists; use when the user asks to extract or summarise text from a PDF \
+             file or a scanned report."
+                .to_owned(),
+        ),
+    ];
+    for (name, text) in &texts {
+        let mut times: Vec<f64> = (0..50)
+            .map(|_| {
+                cpu_ms(|| {
+                    std::hint::black_box(model.embed(std::hint::black_box(text)));
+                })
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        eprintln!(
+            "embed {name} ({} tokens): p50 {:.2} ms, p90 {:.2} ms (thread CPU time)",
+            model.tokenize(text).len(),
+            times[25],
+            times[45]
+        );
+    }
 }
