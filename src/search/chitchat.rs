@@ -269,7 +269,7 @@ pub fn is_cjk_chit_chat(message: &str) -> bool {
     stripped
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
-        .all(|word| only_fillers(word))
+        .all(only_fillers)
 }
 
 /// Whether `word` is a run of [`FILLERS`] (greedy, longest filler first).

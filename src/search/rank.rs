@@ -18,8 +18,11 @@ pub const FLOOR_LATIN: f64 = 2.5;
 /// See [`FLOOR_LATIN`]; the default of the `floor-cjk` weight, which
 /// cross-validation chooses from [`FLOOR_CJK_GRID`].
 pub const FLOOR_CJK: f64 = 0.45;
-/// The values cross-validation chooses the CJK floor from.
-pub const FLOOR_CJK_GRID: [f64; 8] = [0.45, 0.6, 0.75, 0.9, 1.05, 1.2, 1.35, 1.5];
+/// The values cross-validation chooses the CJK floor from: only today's. A grid of 0.45 to
+/// 1.5 was measured (5 folds): a higher floor stops CJK small talk, but the fold that chose
+/// 1.05 lost a real Chinese request out of fold (`给这篇公众号长文配几张插图`), so the
+/// floor is not raised (see `tests/eval/README.md`).
+pub const FLOOR_CJK_GRID: [f64; 1] = [0.45];
 
 /// The lowest score a hit may have for `plan` over `n` offered skills: 0 unless the
 /// default ranking's floor is asked for and on (see [`FLOOR_LATIN`]).
