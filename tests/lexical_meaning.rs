@@ -26,6 +26,15 @@ fn corpus(h: &Home) {
         "team-kudos",
         "チームへのお疲れ様メッセージとありがとうカードを作成する",
     );
+    // `convert` is a common word, as in any real collection: the pair that tells the
+    // direction is `pdf` → `markdown`.
+    for what in ["images", "audio", "video", "units", "currencies", "fonts"] {
+        h.skill(
+            &format!("misc/convert-{what}"),
+            &format!("convert-{what}"),
+            &format!("Convert {what} between formats"),
+        );
+    }
     h.sync();
 }
 
@@ -42,25 +51,46 @@ fn top(h: &Home, query: &str, ingredients: Ingredients) -> Vec<String> {
     .collect()
 }
 
+/// The score of `convert-pdf-to-md` less that of `markdown-to-pdf` for `query`.
+fn lead(h: &Home, query: &str, ingredients: Ingredients) -> f64 {
+    let hits = h.search_with(
+        query,
+        &SearchOptions {
+            ingredients,
+            ..Default::default()
+        },
+    );
+    let score = |id: &str| hits.iter().find(|(i, _)| i == id).map_or(0.0, |h| h.1);
+    score("convert-pdf-to-md") - score("markdown-to-pdf")
+}
+
 #[test]
 fn proximity_follows_the_direction_asked() {
     let h = Home::new();
     corpus(&h);
     let on = Ingredients::default();
-    assert_eq!(
-        top(&h, "convert this PDF to Markdown", on)[0],
-        "convert-pdf-to-md"
-    );
-    assert_eq!(
-        top(&h, "convert this Markdown to PDF", on)[0],
-        "markdown-to-pdf"
-    );
-    // Without it both directions rank the same skills by the same bag of words.
     let off = on.without("proximity").unwrap();
-    assert_eq!(
-        top(&h, "convert this PDF to Markdown", off)[0],
-        top(&h, "convert this Markdown to PDF", off)[0]
-    );
+    // PDF → Markdown: the skill that goes that way gains on the other; Markdown → PDF: the
+    // other way round.
+    let to_md = "convert this PDF to Markdown";
+    let to_pdf = "convert this Markdown to PDF";
+    assert!(lead(&h, to_md, on) > lead(&h, to_md, off) + 1e-9);
+    assert!(lead(&h, to_pdf, on) < lead(&h, to_pdf, off) - 1e-9);
+    assert_eq!(top(&h, to_pdf, on)[0], "markdown-to-pdf");
+    // Without a word of direction, two words side by side are a compound: no bonus.
+    assert!((lead(&h, "pdf markdown", on) - lead(&h, "pdf markdown", off)).abs() < 1e-9);
+    // The seed ranking is untouched.
+    let seed = |q: &str, ingredients| {
+        h.search_with(
+            q,
+            &SearchOptions {
+                ingredients,
+                ranking: skillidx::search::Ranking::Seed,
+                ..Default::default()
+            },
+        )
+    };
+    assert_eq!(seed(to_md, on), seed(to_md, off));
 }
 
 #[test]
