@@ -104,7 +104,7 @@ pub struct Ingredients {
     pub cjk_on_seed: bool,
     /// Cut CJK pleasantry phrases (`谢谢`, `お疲れ様でした`, `안녕하세요`) out of the query.
     pub cjk_pleasantries: bool,
-    /// A hit found by CJK terms alone must cover a share of the query's CJK terms.
+    /// A hit found by CJK terms alone must match several separate CJK words of the query.
     pub cjk_coverage: bool,
     /// Reward query term pairs found in the same order, close together, in a hit's name or
     /// description.
