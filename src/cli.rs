@@ -99,9 +99,16 @@ enum Command {
         #[arg(long)]
         misses: bool,
         /// Switch default-ranking ingredients off, to measure what each adds:
-        /// stop-words, typos, floor, body, body-apart, cjk-on-seed.
+        /// stop-words, typos, floor, body, body-apart, cjk-on-seed, cjk-pleasantries,
+        /// cjk-coverage, proximity.
         #[arg(long, value_delimiter = ',')]
         without: Vec<String>,
+        /// Cross-validate with this many folds: the tunable weights of the ingredients that
+        /// are on are chosen on the other folds (MRR@10 less 0.05 per skill injected per
+        /// chit-chat turn, among the values that leave no kind and no language worse on
+        /// the other folds), and every figure is out of fold.
+        #[arg(long, default_value_t = 0)]
+        folds: usize,
         #[command(flatten)]
         session: SessionArgs,
         #[command(flatten)]
@@ -398,6 +405,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             ranking,
             misses,
             without,
+            folds,
             session,
             common,
         } => {
@@ -409,26 +417,71 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let session = session.session(&profile)?;
             let queries = crate::eval::load(&queries)?;
             let skills = profile.home.join("skills");
-            let reports = ranking
-                .iter()
-                .map(|r| {
-                    crate::eval::evaluate(
-                        &index,
-                        &profile.name,
-                        &skills,
-                        &queries,
-                        *r,
-                        ingredients,
-                        &session,
-                    )
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let evaluate = |r: Ranking, ingredients| {
+                crate::eval::evaluate(
+                    &index,
+                    &profile.name,
+                    &skills,
+                    &queries,
+                    r,
+                    ingredients,
+                    &session,
+                )
+            };
+            let mut cvs = Vec::new();
+            let reports = if folds > 0 {
+                for r in &ranking {
+                    let grid: Vec<(String, Vec<f64>)> = match r {
+                        Ranking::Seed => Vec::new(),
+                        Ranking::Default => crate::search::Weights::grid()
+                            .into_iter()
+                            .filter(|(n, _)| ingredients.is_on(n))
+                            .map(|(n, v)| (n.to_owned(), v))
+                            .collect(),
+                    };
+                    let cv = crate::eval::cross_validate(
+                        folds,
+                        &grid,
+                        crate::eval::Objective::default(),
+                        |point| {
+                            let mut ing = ingredients;
+                            for ((name, _), &v) in grid.iter().zip(point) {
+                                ing.weights.set(name, v).map_err(anyhow::Error::msg)?;
+                            }
+                            Ok::<_, anyhow::Error>(evaluate(*r, ing)?)
+                        },
+                    )?;
+                    cvs.push(cv);
+                }
+                cvs.iter().map(|c| c.report.clone()).collect()
+            } else {
+                ranking
+                    .iter()
+                    .map(|r| evaluate(*r, ingredients))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            if common.json && folds > 0 {
+                println!("{}", serde_json::to_string_pretty(&cvs)?);
+                return Ok(ExitCode::SUCCESS);
+            }
             if common.json {
                 println!("{}", serde_json::to_string_pretty(&reports)?);
                 return Ok(ExitCode::SUCCESS);
             }
             println!("{} queries, profile {}\n", queries.len(), profile.name);
             print!("{}", crate::eval::table(&reports));
+            print!("\n{}", crate::eval::chitchat_line(&reports));
+            for cv in &cvs {
+                println!(
+                    "{:?}: {} folds (sizes {:?}), objective {:?}; chosen per fold {}: {:?}",
+                    cv.report.ranking,
+                    cv.folds,
+                    cv.fold_sizes,
+                    cv.objective,
+                    cv.names.join(", "),
+                    cv.chosen
+                );
+            }
             if misses {
                 for r in &reports {
                     println!("\n{:?}: relevant skill not in the top 6", r.ranking);
