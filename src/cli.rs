@@ -159,6 +159,13 @@ enum HermesAction {
         #[command(flatten)]
         common: Common,
     },
+    /// Whether the plugin is installed and enabled, the index's last sync, and the skills
+    /// offered compared with what Hermes' own code offers (run by SKILLIDX_PYTHON, else the
+    /// Python running this command, else python3).
+    Status {
+        #[command(flatten)]
+        common: Common,
+    },
 }
 
 /// The session an answer is for (see `docs/offer-rules.md`).
@@ -597,6 +604,7 @@ fn hermes(action: HermesAction) -> Result<ExitCode> {
     let (common, installing) = match &action {
         HermesAction::Install { common } => (common, true),
         HermesAction::Uninstall { common } => (common, false),
+        HermesAction::Status { common } => return hermes_status(common),
     };
     let profile =
         crate::hermes::resolve_profile(common.home.as_deref(), common.profile.as_deref())?;
@@ -712,6 +720,73 @@ fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> 
     }
     if common.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn hermes_status(common: &Common) -> Result<ExitCode> {
+    let ctx = context(common)?;
+    let profile = ctx.root.profile(&profile_name(common, &ctx))?;
+    let python = std::env::var_os("SKILLIDX_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    let s = crate::hermes::status(&profile, &ctx.db, &python)?;
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    println!("profile {} ({})", s.profile, s.home.display());
+    println!(
+        "plugin {}: installed {}{}, enabled in config.yaml {}",
+        crate::hermes::PLUGIN_NAME,
+        yes(s.plugin_installed),
+        if s.plugin_installed && !s.plugin_current {
+            " (older files: run `skillidx hermes install` again)"
+        } else {
+            ""
+        },
+        yes(s.plugin_enabled)
+    );
+    if s.indexed {
+        let ago = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64)
+            - s.synced_at_ns)
+            / 1_000_000_000;
+        println!(
+            "index {}: last sync {ago} s ago, generation {}",
+            s.db.display(),
+            s.generation
+        );
+    } else {
+        println!(
+            "index {}: this profile is not indexed yet (run `skillidx sync`)",
+            s.db.display()
+        );
+    }
+    println!(
+        "skills offered (no tool information): skillidx {}",
+        s.offered
+    );
+    match (&s.hermes, &s.hermes_error) {
+        (Some(c), _) => {
+            println!(
+                "Hermes' own builder ({}): {}; {}",
+                c.python,
+                c.hermes,
+                if c.only_hermes.is_empty() && c.only_skillidx.is_empty() {
+                    "the same skills".to_owned()
+                } else {
+                    format!(
+                        "differs: only Hermes {:?}, only skillidx {:?}",
+                        c.only_hermes, c.only_skillidx
+                    )
+                }
+            );
+        }
+        (None, Some(why)) => println!("Hermes' own builder: not run ({why})"),
+        (None, None) => {}
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -261,10 +261,12 @@ pub fn injected_ids(text: &str) -> Vec<String> {
 }
 
 mod install;
+mod status;
 pub use install::{
     disable_in_config, enable_in_config, install, resolve_profile, uninstall, HermesError,
     InstallReport,
 };
+pub use status::{status, Comparison, Status};
 
 #[cfg(test)]
 mod tests {
