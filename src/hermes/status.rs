@@ -4,8 +4,8 @@
 //! The last question is answered by Hermes' own code: the agent's Python (the interpreter
 //! that runs the `skillidx` console script, or `SKILLIDX_PYTHON`, or `python3`) runs
 //! `agent.prompt_builder.build_skills_system_prompt()` with no tool information, on a
-//! scratch home whose `skills/`, `plugins/` and `config.yaml` link to the profile's (the
-//! builder writes a snapshot file into its home; the user's home is left alone), and the
+//! scratch home whose entries link to the profile's (the builder writes a snapshot file into
+//! its home; the user's home is left alone), and the
 //! (category, name) pairs of its block ([`crate::compact::listed_skills`]) are compared with
 //! what skillidx offers the same session ([`crate::offer::Session::detect`]).
 
@@ -19,6 +19,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+
+/// The snapshot Hermes' builder writes into its home.
+const SNAPSHOT: &str = ".skills_prompt_snapshot.json";
 
 /// Runs Hermes' builder on the home in `argv[1]` and prints its block.
 const HERMES_SCRIPT: &str = r#"
@@ -163,12 +166,17 @@ fn hermes_pairs(profile: &Profile, python: &Path) -> Result<BTreeSet<(String, St
         std::env::temp_dir().join(format!("skillidx-status-{}-{nanos}", std::process::id())),
     );
     std::fs::create_dir_all(&scratch.0).map_err(|e| format!("a scratch home: {e}"))?;
-    for name in ["skills", "plugins", "config.yaml"] {
-        let target = profile.home.join(name);
-        if target.exists() {
-            std::os::unix::fs::symlink(&target, scratch.0.join(name))
-                .map_err(|e| format!("linking {}: {e}", target.display()))?;
+    // Every entry of the home but Hermes' snapshot, so that relative `external_dirs`
+    // resolve as they do in the real home.
+    let entries = std::fs::read_dir(&profile.home)
+        .map_err(|e| format!("reading {}: {e}", profile.home.display()))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name == SNAPSHOT {
+            continue;
         }
+        std::os::unix::fs::symlink(entry.path(), scratch.0.join(&name))
+            .map_err(|e| format!("linking {}: {e}", entry.path().display()))?;
     }
     let mut child = Command::new(python)
         .arg("-c")
