@@ -44,12 +44,10 @@ pub(super) fn top_k(
     if k == 0 || scored.is_empty() {
         return Ok(Vec::new());
     }
-    // The k-th best score, found by selection (linear) rather than by sorting every
-    // scored document. Keep every document tied with it, then break ties by id, which is
-    // stable across rebuilds, unlike document numbers.
-    let nth = k.min(scored.len()) - 1;
-    let (_, &mut (_, cutoff), _) =
-        scored.select_nth_unstable_by(nth, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Keep every document tied with the k-th, then break ties by id, which is stable
+    // across rebuilds, unlike document numbers.
+    let cutoff = scored[k.min(scored.len()) - 1].1;
     scored.retain(|&(_, s)| s >= cutoff);
     let mut hits = Vec::with_capacity(scored.len());
     for (doc, score) in scored {
