@@ -1,7 +1,9 @@
 //! The postings codec: one term's list of (document, per-field statistics).
 //!
-//! A list is a flat stream of `u32`s written with postcard (so every number is a varint):
-//! for each entry, ascending by document, `doc - previous_doc`, a field mask, then for each
+//! A list starts with a header, a postcard `Vec<u32>` of (field mask, entries with that
+//! mask) pairs, ascending by mask, so a query reads a term's document frequency for any set
+//! of fields without walking the list. Then the list itself, a flat stream of `u32`s
+//! written with postcard (so every number is a varint): for each entry, ascending by document, `doc - previous_doc`, a field mask, then for each
 //! field in the mask, in field order, the term frequency and that field's length in the
 //! document. Carrying the field length beside the frequency lets a query score every
 //! posting without a second lookup per document, which is what keeps search in place
@@ -32,6 +34,7 @@ pub enum CodecError {
 
 /// Encodes `postings`, which must be sorted by document and free of duplicates.
 pub fn encode(postings: &[Posting]) -> Vec<u8> {
+    let mut masks = [0u32; 1 << FIELD_COUNT];
     let mut flat: Vec<u32> = Vec::with_capacity(postings.len() * 4);
     let mut prev = 0u32;
     for (i, p) in postings.iter().enumerate() {
@@ -53,8 +56,58 @@ pub fn encode(postings: &[Posting]) -> Vec<u8> {
             }
         }
         flat[mask_at] = mask;
+        masks[mask as usize] += 1;
     }
-    postcard::to_allocvec(&flat).expect("serializing a Vec<u32> cannot fail")
+    let header: Vec<u32> = masks
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .flat_map(|(m, &n)| [m as u32, n])
+        .collect();
+    let mut out = postcard::to_allocvec(&header).expect("serializing a Vec<u32> cannot fail");
+    out.extend(postcard::to_allocvec(&flat).expect("serializing a Vec<u32> cannot fail"));
+    out
+}
+
+/// A list's header: how many entries carry each field mask, and where the entries start.
+pub struct Header {
+    /// (field mask, entries with exactly that mask), ascending by mask.
+    pub masks: Vec<(u32, u32)>,
+    /// The offset of the entries in the list's bytes.
+    pub body: usize,
+}
+
+impl Header {
+    /// Reads the header of a list written by [`encode`].
+    pub fn read(bytes: &[u8]) -> Result<Header, CodecError> {
+        let mut r = Varints { bytes, pos: 0 };
+        let n = r.next_len().ok_or(CodecError::Malformed(0))?;
+        if n % 2 != 0 || n > 2 << FIELD_COUNT {
+            return Err(CodecError::Malformed(0));
+        }
+        let mut masks = Vec::with_capacity(n / 2);
+        for _ in 0..n / 2 {
+            let (Some(m), Some(c)) = (r.next(), r.next()) else {
+                return Err(CodecError::Malformed(0));
+            };
+            masks.push((m, c));
+        }
+        Ok(Header { masks, body: r.pos })
+    }
+
+    /// The entries whose mask shares a bit with `fields`.
+    pub fn count(&self, fields: u32) -> u32 {
+        self.count_both(fields, fields)
+    }
+
+    /// The entries whose mask shares a bit with `a` and a bit with `b`.
+    pub fn count_both(&self, a: u32, b: u32) -> u32 {
+        self.masks
+            .iter()
+            .filter(|(m, _)| m & a != 0 && m & b != 0)
+            .map(|(_, c)| c)
+            .sum()
+    }
 }
 
 /// Decodes a list written by [`encode`], calling `visit` for every entry in document order.
@@ -76,7 +129,8 @@ pub fn decode_masked(
     bytes: &[u8],
     mut visit: impl FnMut(u32, u32, &FieldStats),
 ) -> Result<(), CodecError> {
-    let mut r = Varints { bytes, pos: 0 };
+    let body = Header::read(bytes)?.body;
+    let mut r = Varints { bytes, pos: body };
     let count = r.next_len().ok_or(CodecError::Malformed(0))?;
     let mut read = 0usize;
     let mut doc = 0u32;
@@ -185,8 +239,9 @@ mod tests {
     #[test]
     fn small_gaps_take_few_bytes() {
         let list: Vec<Posting> = (0..100).map(|d| posting(d, (1, 3), (1, 20))).collect();
-        // A two-byte length prefix, then per entry: delta, mask, two (tf, len) pairs, one byte each.
-        assert!(encode(&list).len() <= 2 + 100 * 6);
+        // A three-byte header, a two-byte length prefix, then per entry: delta, mask, two
+        // (tf, len) pairs, one byte each.
+        assert!(encode(&list).len() <= 3 + 2 + 100 * 6);
     }
 
     #[test]
@@ -197,7 +252,10 @@ mod tests {
             posting(u32::MAX, (1, 1), (1, 1)),
         ];
         let bytes = encode(&list);
-        let flat: Vec<u32> = postcard::from_bytes(&bytes).unwrap();
+        let header = Header::read(&bytes).unwrap();
+        assert_eq!(header.count(1 << Field::Seed as u32), 3);
+        assert_eq!(header.count(1 << Field::Name as u32), 2);
+        let flat: Vec<u32> = postcard::from_bytes(&bytes[header.body..]).unwrap();
         assert_eq!(flat.len(), 2 + 4 + 2 + 2 + 2 + 4);
         assert_eq!(decode(&bytes).unwrap(), list);
         // Trailing bytes and a truncated list are errors.
@@ -209,9 +267,16 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
+        let with_header = |flat: Vec<u32>| {
+            let mut b = vec![0u8];
+            b.extend(postcard::to_allocvec(&flat).unwrap());
+            b
+        };
         assert!(decode(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).is_err());
-        assert!(decode(&postcard::to_allocvec(&vec![5u32, 0]).unwrap()).is_err());
-        assert!(decode(&postcard::to_allocvec(&vec![5u32, 1, 2]).unwrap()).is_err());
-        assert!(decode(&postcard::to_allocvec(&vec![5u32, 1, 2, 3, 0, 1, 1, 1]).unwrap()).is_err());
+        assert!(decode(&[0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).is_err());
+        assert!(decode(&with_header(vec![5u32, 0])).is_err());
+        assert!(decode(&with_header(vec![5u32, 1, 2])).is_err());
+        assert!(decode(&with_header(vec![5u32, 1, 2, 3, 0, 1, 1, 1])).is_err());
+        assert!(Header::read(&[3, 1, 1, 1]).is_err());
     }
 }

@@ -210,11 +210,19 @@ fn postings_of(
     .iter()
     .fold(0u32, |m, &f| m | 1 << f as u32);
     let (mut df, mut meta_df) = (0u32, 0u32);
-    list.visit(view, |_, mask, _| {
-        df += 1;
-        meta_df += u32::from(mask & meta_fields != 0);
-    })
-    .map_err(|e| snap.store.bad_record(e))?;
+    if view.hidden.is_empty() {
+        // Nothing hidden: the header counts the list.
+        let header = postings::Header::read(&list.bytes)
+            .map_err(|e| snap.store.bad_record(format!("postings of {term:?}: {e}")))?;
+        df = header.count(fields);
+        meta_df = header.count_both(fields, meta_fields);
+    } else {
+        list.visit(view, |_, mask, _| {
+            df += 1;
+            meta_df += u32::from(mask & meta_fields != 0);
+        })
+        .map_err(|e| snap.store.bad_record(e))?;
+    }
     list.df = df;
     list.meta_df = meta_df;
     Ok(list)
@@ -254,8 +262,10 @@ fn typo_match(
         if d == 0 || d > max {
             continue;
         }
-        // Prefer the closest, then the most common (postings list length as a proxy).
-        let size = v.value().len();
+        // Prefer the closest, then the most common (postings list length, header left
+        // out, as a proxy).
+        let bytes = v.value();
+        let size = bytes.len() - postings::Header::read(bytes).map(|h| h.body).unwrap_or(0);
         if best
             .as_ref()
             .is_none_or(|(bd, bs, _)| (d, std::cmp::Reverse(size)) < (*bd, std::cmp::Reverse(*bs)))

@@ -409,6 +409,7 @@ pub struct ProfileTables {
     postings: String,
     state: String,
     dirs: String,
+    names: String,
 }
 
 impl ProfileTables {
@@ -421,6 +422,7 @@ impl ProfileTables {
             postings: format!("profile.{profile}.postings"),
             state: format!("profile.{profile}.state"),
             dirs: format!("profile.{profile}.dirs"),
+            names: format!("profile.{profile}.names"),
         }
     }
 
@@ -444,6 +446,12 @@ impl ProfileTables {
     pub fn dirs(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.dirs)
     }
+    /// `n:<name>` → postcard `Vec<u32>`: the documents whose frontmatter name or folder
+    /// name is `<name>`, ascending; `#generation` → postcard `u64`: the generation the table
+    /// was last kept in step with (see [`records::NAMES_GENERATION`]).
+    pub fn names(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
+        TableDefinition::new(&self.names)
+    }
     /// `stats` → [`CorpusStats`], `config` → [`ConfigSnapshot`], `offer_rules` →
     /// [`OfferRules`].
     pub fn state(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
@@ -464,6 +472,7 @@ pub fn delete_profile_tables(
     txn.delete_table(tables.terms()).map_err(err)?;
     txn.delete_table(tables.postings()).map_err(err)?;
     txn.delete_table(tables.dirs()).map_err(err)?;
+    txn.delete_table(tables.names()).map_err(err)?;
     txn.delete_table(tables.state()).map_err(err)?;
     Ok(())
 }

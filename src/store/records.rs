@@ -130,6 +130,17 @@ pub struct DocBody {
     pub flags: Vec<String>,
 }
 
+/// The key of the `names` table's stamp: the profile generation the table was last kept in
+/// step with. A sync trusts the table (and decides offers only for the documents sharing a
+/// name with a changed one) only when the stamp equals the committed generation; otherwise
+/// it rebuilds the table from every document head.
+pub const NAMES_GENERATION: &str = "#generation";
+
+/// The `names` table's key for a frontmatter or folder name.
+pub fn name_key(name: &str) -> String {
+    format!("n:{name}")
+}
+
 /// One term of a document's forward index: what to take out of the postings when the
 /// document changes or stops being offered.
 pub type TermEntry = (String, crate::fields::FieldStats);

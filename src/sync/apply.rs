@@ -1,9 +1,10 @@
 //! Apply: write a [`Plan`] into the profile's tables, inside the sync's write transaction.
 //!
-//! Manifest entries are written and deleted as planned. When documents come or go, or the
-//! configuration changed, every document's offer is decided again ([`offers`]) and only
-//! the postings lists of the terms of documents whose offer changed are rewritten, each
-//! read and written once. The statistics, the configuration snapshot and the per-platform
+//! Manifest entries are written and deleted as planned. When documents come or go, the
+//! offers of the documents sharing a name with them are decided again (every document's,
+//! when the configuration or OS changed or the `names` table is not in step; see
+//! `docs/store.md`, "The name index"), and only the postings lists of the terms of
+//! documents whose offer changed are rewritten, each read and written once. The statistics, the configuration snapshot and the per-platform
 //! hidden lists are written last, with the generation one higher.
 
 use super::observe::{Observation, Observed};
@@ -68,12 +69,38 @@ pub fn apply(
             add: FxHashMap::default(),
         };
         let new = take_new(&plan, observed);
-        let rules = docs.apply(plan.gone, new, config, os, &mut stats)?;
+        let committed_rules: Option<OfferRules> =
+            match state.get("offer_rules").map_err(|e| err(e.into()))? {
+                Some(v) => postcard::from_bytes(v.value()).ok(),
+                None => None,
+            };
+        let config_changed = plan.config_changed;
+        let rules = docs.apply(
+            plan.gone,
+            new,
+            config,
+            os,
+            &mut stats,
+            config_changed,
+            committed_rules,
+        )?;
         state
             .insert("offer_rules", encode(&rules).as_slice())
             .map_err(|e| err(e.into()))?;
         state.remove("platform_hidden").map_err(|e| err(e.into()))?;
         docs.flush_postings()?;
+    } else {
+        // The documents are unchanged: the names table stays in step if it was.
+        let mut names = txn.open_table(tables.names()).map_err(|e| err(e.into()))?;
+        let stamp: Option<u64> = match names.get(NAMES_GENERATION).map_err(|e| err(e.into()))? {
+            Some(v) => postcard::from_bytes(v.value()).ok(),
+            None => None,
+        };
+        if stamp == Some(stats.generation) {
+            names
+                .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
+                .map_err(|e| err(e.into()))?;
+        }
     }
     stats.generation += 1;
     stats.synced_at_ns = now_ns;
@@ -170,8 +197,16 @@ impl Documents<'_> {
         self.store.err(e.into())
     }
 
-    /// Removes `gone`, inserts `new`, decides every document's offer and id and queues the
-    /// postings changes; returns the offer rules left for the session.
+    /// Removes `gone`, inserts `new`, decides offers and ids again and queues the postings
+    /// changes; returns the offer rules left for the session.
+    ///
+    /// When the configuration and OS are unchanged and the `names` table is in step with
+    /// the committed generation, only the documents that share a frontmatter name with a
+    /// changed one (or carry a changed one's name as their folder name) are decided again:
+    /// a document's id depends only on the documents carrying its name, and its offer only
+    /// on itself and the clash group of its name, so every other decision stands. Otherwise
+    /// every document head is read and decided ([`offer::decide`]) and the table rebuilt.
+    #[allow(clippy::too_many_arguments)]
     fn apply(
         &mut self,
         gone: Vec<u32>,
@@ -179,6 +214,8 @@ impl Documents<'_> {
         config: &ConfigSnapshot,
         os: &str,
         stats: &mut CorpusStats,
+        config_changed: bool,
+        committed_rules: Option<OfferRules>,
     ) -> Result<OfferRules, StoreError> {
         let mut docs = self
             .txn
@@ -188,19 +225,137 @@ impl Documents<'_> {
             .txn
             .open_table(self.tables.terms())
             .map_err(|e| self.err(e))?;
+        let mut names = self
+            .txn
+            .open_table(self.tables.names())
+            .map_err(|e| self.err(e))?;
+        let stamp: Option<u64> = match names.get(NAMES_GENERATION).map_err(|e| self.err(e))? {
+            Some(v) => postcard::from_bytes(v.value()).ok(),
+            None => None,
+        };
+        let names_valid = stamp == Some(stats.generation);
+        let incremental = names_valid && !config_changed && committed_rules.is_some();
 
+        // The heads to decide: every document's, or those sharing a name with a change.
         let mut heads: BTreeMap<u32, DocHead> = BTreeMap::new();
-        for row in docs.iter().map_err(|e| self.err(e))? {
-            let (k, v) = row.map_err(|e| self.err(e))?;
-            heads.insert(k.value(), decode_head(self.store, v.value())?);
-        }
-        for d in gone {
-            if let Some(head) = heads.remove(&d) {
-                if head.inactive.is_none() {
-                    let t = store::read_terms(self.store, &terms, d)?;
-                    self.queue_remove(d, &t);
+        let mut gone_heads: Vec<(u32, DocHead)> = Vec::with_capacity(gone.len());
+        if incremental {
+            for &d in &gone {
+                if let Some(v) = docs.get(d).map_err(|e| self.err(e))? {
+                    gone_heads.push((d, decode_head(self.store, v.value())?));
                 }
             }
+        } else {
+            for row in docs.iter().map_err(|e| self.err(e))? {
+                let (k, v) = row.map_err(|e| self.err(e))?;
+                heads.insert(k.value(), decode_head(self.store, v.value())?);
+            }
+            for &d in &gone {
+                if let Some(h) = heads.remove(&d) {
+                    gone_heads.push((d, h));
+                }
+            }
+        }
+        // The names of the changed documents: only documents carrying one of them can see
+        // their id or offer change.
+        let mut changed_names: FxHashSet<String> = FxHashSet::default();
+        for h in gone_heads
+            .iter()
+            .map(|(_, h)| h)
+            .chain(new.iter().map(|(_, d)| &d.head))
+        {
+            changed_names.insert(h.name.clone());
+            changed_names.insert(h.dir_name.clone());
+        }
+
+        // Keep the names table in step: incrementally when it is, else rebuilt.
+        let mut name_rows: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        if names_valid {
+            for n in &changed_names {
+                let key = name_key(n);
+                let list: Vec<u32> = match names.get(key.as_str()).map_err(|e| self.err(e))? {
+                    Some(v) => decode(self.store, v.value(), "name index")?,
+                    None => Vec::new(),
+                };
+                name_rows.insert(key, list);
+            }
+            for (d, h) in &gone_heads {
+                for n in [&h.name, &h.dir_name] {
+                    if let Some(list) = name_rows.get_mut(&name_key(n)) {
+                        list.retain(|x| x != d);
+                    }
+                }
+            }
+            for (d, doc) in &new {
+                for n in [&doc.head.name, &doc.head.dir_name] {
+                    let list = name_rows.entry(name_key(n)).or_default();
+                    if let Err(at) = list.binary_search(d) {
+                        list.insert(at, *d);
+                    }
+                }
+            }
+        } else {
+            names.retain(|_, _| false).map_err(|e| self.err(e))?;
+            for (d, h) in heads
+                .iter()
+                .chain(new.iter().map(|(d, doc)| (d, &doc.head)))
+            {
+                for n in [&h.name, &h.dir_name] {
+                    let list = name_rows.entry(name_key(n)).or_default();
+                    if list.last() != Some(d) {
+                        list.push(*d);
+                    }
+                }
+            }
+            for list in name_rows.values_mut() {
+                list.sort_unstable();
+                list.dedup();
+            }
+        }
+        for (key, list) in &name_rows {
+            if list.is_empty() {
+                names.remove(key.as_str()).map_err(|e| self.err(e))?;
+            } else {
+                names
+                    .insert(key.as_str(), encode(list).as_slice())
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        names
+            .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
+            .map_err(|e| self.err(e))?;
+
+        if incremental {
+            let new_ids: FxHashSet<u32> = new.iter().map(|(d, _)| *d).collect();
+            let mut wanted: Vec<u32> = name_rows
+                .values()
+                .flatten()
+                .copied()
+                .filter(|d| !new_ids.contains(d))
+                .collect();
+            wanted.sort_unstable();
+            wanted.dedup();
+            for d in wanted {
+                if let Some(v) = docs.get(d).map_err(|e| self.err(e))? {
+                    heads.insert(d, decode_head(self.store, v.value())?);
+                }
+            }
+        }
+
+        // Take the gone documents out.
+        for (d, head) in &gone_heads {
+            if head.inactive.is_none() {
+                let t = store::read_terms(self.store, &terms, *d)?;
+                self.queue_remove(*d, &t);
+                if incremental {
+                    stats.docs -= 1;
+                    for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
+                        *sum -= u64::from(len);
+                    }
+                }
+            }
+        }
+        for &d in &gone {
             docs.remove(d).map_err(|e| self.err(e))?;
             terms.remove(d).map_err(|e| self.err(e))?;
         }
@@ -211,19 +366,42 @@ impl Documents<'_> {
         }
 
         let decided = offer::decide(&heads, config, os);
-        stats.docs = 0;
-        stats.sum_lens = [0u64; FIELD_COUNT];
+        // In the incremental case, the decisions that stand: those of documents whose
+        // name is a changed one (the others were read only to count carriers).
+        let counts = |h: &DocHead| !incremental || changed_names.contains(&h.name);
+        if !incremental {
+            stats.docs = 0;
+            stats.sum_lens = [0u64; FIELD_COUNT];
+        }
         for (id, head) in heads.iter_mut() {
+            if !counts(head) {
+                continue;
+            }
             let now = decided.inactive.get(id).cloned().flatten();
             let new_id = decided
                 .ids
                 .get(id)
                 .cloned()
                 .unwrap_or_else(|| head.id.clone());
-            if now.is_none() {
-                stats.docs += 1;
+            // The statistics: recounted in full, or adjusted for each flip.
+            let was_active = !new_by_id.contains_key(id) && head.inactive.is_none();
+            let delta = match (incremental, was_active, now.is_none()) {
+                (false, _, true) | (true, false, true) => Some(true),
+                (true, true, false) => Some(false),
+                _ => None,
+            };
+            if let Some(add) = delta {
+                if add {
+                    stats.docs += 1;
+                } else {
+                    stats.docs -= 1;
+                }
                 for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
-                    *sum += u64::from(len);
+                    if add {
+                        *sum += u64::from(len);
+                    } else {
+                        *sum -= u64::from(len);
+                    }
                 }
             }
             if let Some(doc) = new_by_id.remove(id) {
@@ -264,7 +442,47 @@ impl Documents<'_> {
                     .map_err(|e| self.err(e))?;
             }
         }
-        Ok(decided.rules)
+        if !incremental {
+            return Ok(decided.rules);
+        }
+        // Merge: the committed rules of every document not decided again, then the new
+        // decisions of those that were.
+        let committed = committed_rules.unwrap_or_default();
+        let decided_docs: FxHashSet<u32> = heads
+            .iter()
+            .filter(|(_, h)| counts(h))
+            .map(|(d, _)| *d)
+            .collect();
+        let gone_set: FxHashSet<u32> = gone.iter().copied().collect();
+        let redo = |d: u32| decided_docs.contains(&d) || gone_set.contains(&d);
+        let mut rules = OfferRules {
+            docs: committed
+                .docs
+                .into_iter()
+                .filter(|r| !redo(r.doc))
+                .chain(
+                    decided
+                        .rules
+                        .docs
+                        .into_iter()
+                        .filter(|r| decided_docs.contains(&r.doc)),
+                )
+                .collect(),
+            clashes: committed
+                .clashes
+                .into_iter()
+                .filter(|g| !g.iter().any(|m| redo(m.doc)))
+                .chain(
+                    decided
+                        .rules
+                        .clashes
+                        .into_iter()
+                        .filter(|g| g.iter().all(|m| decided_docs.contains(&m.doc))),
+                )
+                .collect(),
+        };
+        rules.docs.sort_by_key(|r| r.doc);
+        Ok(rules)
     }
 
     fn queue_remove(&mut self, doc: u32, terms: &[TermEntry]) {
