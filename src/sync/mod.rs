@@ -196,6 +196,7 @@ pub fn sync_profile(
     let dirs_worth_writing = dirs.len() > 32.max(dir_cache.len() / 100);
     let no_conflicts = FxHashMap::default();
     let mut planned = plan::plan(&base, &base, &observed, &no_conflicts, &snapshot, &os, now);
+    report.phase("plan", &mut mark);
     if !opts.rebuild && planned.is_empty() && !dirs_worth_writing {
         report.take_tally(planned.tally);
         report.generation = base.stats.generation;
