@@ -70,6 +70,76 @@ pub fn compact_available_skills(text: &str) -> String {
     out
 }
 
+/// The (category, name) pairs that the `<available_skills>` blocks of `text` list: what
+/// Hermes offers in this session, already filtered by its own rules (tools, platform,
+/// environments, disabled, clashes). Reads Hermes' full form (`    - name: description`), its
+/// demoted `  category [names only]: a, b` lines, and the names-only form
+/// [`compact_available_skills`] writes, so it gives the same pairs before and after
+/// compaction. The plugin uses them as the session's allow-list.
+pub fn listed_skills(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find(OPEN_TAG) {
+        let inner_start = open + OPEN_TAG.len();
+        let Some(close_rel) = rest[inner_start..].find(CLOSE_TAG) else {
+            break;
+        };
+        let mut current: Option<Listed<'_>> = None;
+        for line in rest[inner_start..inner_start + close_rel].split('\n') {
+            if let Some(entry) = line.strip_prefix("    - ") {
+                if let Some(c) = current.as_mut() {
+                    c.skills.push(label(entry));
+                }
+            } else if is_category_line(line) {
+                if let Some(c) = current.take() {
+                    c.emit(&mut out);
+                }
+                let body = &line[2..];
+                let (head, tail) = match body.find(": ") {
+                    Some(i) => (&body[..i], Some(&body[i + 2..])),
+                    None => (body.strip_suffix(':').unwrap_or(body), None),
+                };
+                current = Some(Listed {
+                    category: head.trim_end_matches(" [names only]"),
+                    tail,
+                    skills: Vec::new(),
+                });
+            }
+        }
+        if let Some(c) = current.take() {
+            c.emit(&mut out);
+        }
+        rest = &rest[inner_start + close_rel + CLOSE_TAG.len()..];
+    }
+    out
+}
+
+/// One category of a block being read by [`listed_skills`].
+struct Listed<'a> {
+    category: &'a str,
+    /// The header's text after `": "`: a description when skill lines follow, the names
+    /// when none do (a names-only line).
+    tail: Option<&'a str>,
+    skills: Vec<&'a str>,
+}
+
+impl Listed<'_> {
+    fn emit(self, out: &mut Vec<(String, String)>) {
+        let names: Vec<&str> = if self.skills.is_empty() {
+            self.tail
+                .map(|t| t.split(", ").collect())
+                .unwrap_or_default()
+        } else {
+            self.skills
+        };
+        out.extend(
+            names
+                .into_iter()
+                .map(|n| (self.category.to_owned(), n.to_owned())),
+        );
+    }
+}
+
 /// Whether `text` holds an `<available_skills>` block that compaction would change.
 pub fn has_available_skills(text: &str) -> bool {
     text.contains(OPEN_TAG) && text.contains(CLOSE_TAG)
@@ -185,6 +255,32 @@ mod tests {
         let i = text.find(OPEN_TAG).expect("open tag");
         let j = text.rfind(CLOSE_TAG).expect("close tag") + CLOSE_TAG.len();
         (text[..i].to_owned(), text[j..].to_owned())
+    }
+
+    #[test]
+    fn listed_skills_are_the_same_before_and_after_compaction() {
+        for name in ["typical.txt", "system_prompt.txt"] {
+            let text = fixture(name);
+            let before = listed_skills(&text);
+            assert!(!before.is_empty(), "{name}");
+            assert_eq!(
+                listed_skills(&compact_available_skills(&text)),
+                before,
+                "{name}"
+            );
+        }
+        let text = fixture("typical.txt");
+        let listed = listed_skills(&text);
+        assert!(listed.contains(&("devops".to_owned(), "terraform-plan".to_owned())));
+        assert!(listed.contains(&("mlops".to_owned(), "axolotl".to_owned())));
+        let demoted = "<available_skills>\n  a/b [names only]: x, y\n  c: about c\n    - z: zed\n</available_skills>";
+        assert_eq!(
+            listed_skills(demoted),
+            [("a/b", "x"), ("a/b", "y"), ("c", "z")]
+                .map(|(c, n)| (c.to_owned(), n.to_owned()))
+                .to_vec()
+        );
+        assert!(listed_skills("no block here").is_empty());
     }
 
     #[test]

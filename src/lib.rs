@@ -24,6 +24,8 @@ pub mod refresh;
 pub mod safety;
 pub mod scan;
 pub mod search;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 pub mod skill;
 pub mod store;
 pub mod sync;

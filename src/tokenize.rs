@@ -47,6 +47,12 @@ fn nfkc(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// `text` in NFKC, as the tokenizer and analyzer see it (case kept, for the analyzer's
+/// identifier splitting).
+pub fn normalize(text: &str) -> String {
+    nfkc(text).into_owned()
+}
+
 /// Tokenizes `text`, calling `emit` for every term in order.
 ///
 /// Emitting through a callback lets the caller count terms without collecting them.

@@ -15,3 +15,8 @@ if [ -f tests/python/run.sh ]; then
   echo "== python module and hermes plugin"
   bash tests/python/run.sh
 fi
+
+# The semantic model's port against the reference package's own output (golden vectors);
+# the package (weights and tokenizer model) is installed into .venv by tests/python/run.sh.
+echo "== semantic model (feature semantic) against the reference package"
+SKILLIDX_PYTHON="$(pwd)/.venv/bin/python" cargo test --locked --features semantic --test semantic_model 2>&1

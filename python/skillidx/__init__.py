@@ -7,6 +7,7 @@ lives in ``skillidx.hermes_plugin`` and is installed into a Hermes home with
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import List, Optional
 
@@ -58,4 +59,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _console_main() -> None:
+    # `skillidx hermes status` runs Hermes' own code with the Python the agent uses.
+    os.environ.setdefault("SKILLIDX_PYTHON", sys.executable)
     sys.exit(main())

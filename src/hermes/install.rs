@@ -22,6 +22,9 @@ pub enum HermesError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The index could not be read.
+    #[error(transparent)]
+    Index(Box<crate::Error>),
     /// `config.yaml` has a shape this tool does not edit by hand.
     #[error(
         "cannot edit {path} safely ({detail}); run `hermes plugins {verb} {PLUGIN_NAME}` instead"
@@ -280,7 +283,7 @@ fn remove_stale_temps(dir: &Path, prefix: &str) {
 }
 
 /// The `plugins.enabled` names of a parsed config, if it is a list.
-fn enabled_names(v: &Value) -> Option<Vec<String>> {
+pub(crate) fn enabled_names(v: &Value) -> Option<Vec<String>> {
     let list = v.get("plugins")?.get("enabled")?.as_sequence()?;
     Some(
         list.iter()

@@ -39,10 +39,11 @@ pub const DEFAULT_MIN_SCORE_RATIO: f64 = 0.25;
 // Per-turn logic.
 
 /// Whether `message` is chit-chat not worth a search (`thanks`, `ok`, an emoji…): empty or
-/// blank, or at most three words that together are a known acknowledgement. The list is the
-/// seed plugin's.
+/// blank, a Chinese, Japanese or Korean message made only of pleasantries and filler
+/// ([`crate::search::is_cjk_chit_chat`]), or at most three words that together are a known
+/// acknowledgement (the seed plugin's list).
 pub fn is_chit_chat(message: &str) -> bool {
-    if message.trim().is_empty() {
+    if message.trim().is_empty() || crate::search::is_cjk_chit_chat(message) {
         return true;
     }
     if message.split_whitespace().count() > 3 {
@@ -260,10 +261,12 @@ pub fn injected_ids(text: &str) -> Vec<String> {
 }
 
 mod install;
+mod status;
 pub use install::{
     disable_in_config, enable_in_config, install, resolve_profile, uninstall, HermesError,
     InstallReport,
 };
+pub use status::{status, Comparison, Status};
 
 #[cfg(test)]
 mod tests {
@@ -294,8 +297,16 @@ mod tests {
             "hmmm",
             "👍",
             "lol",
+            "谢谢你的帮助，辛苦了！",
+            "ありがとうございます、助かりました！",
         ] {
             assert!(is_chit_chat(m), "{m:?}");
+        }
+        for m in [
+            "请把这个PDF转成Markdown",
+            "このWord文書をMarkdownに変換して",
+        ] {
+            assert!(!is_chit_chat(m), "{m:?}");
         }
         for m in [
             "docker",

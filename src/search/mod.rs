@@ -25,15 +25,19 @@
 //!
 //! [`Field::Seed`]: crate::fields::Field::Seed
 
+mod chitchat;
 mod explain;
 mod plan;
+mod proximity;
 mod rank;
 mod score;
 mod stopwords;
 
+pub use chitchat::{is_cjk_chit_chat, strip_pleasantries, PLEASANTRIES};
+
 pub use explain::{Explanation, FieldContribution, TermContribution};
 pub use plan::{edit_distance, query_terms, MAX_QUERY_TERMS, TYPO_MAX_QUERY_TERMS, TYPO_WEIGHT};
-pub use rank::{FLOOR_CJK, FLOOR_LATIN};
+pub use rank::{FLOOR_CJK, FLOOR_CJK_GRID, FLOOR_LATIN};
 pub use score::{idf, term_weight, CJK_FIELD_WEIGHTS, FIELD_B, FIELD_WEIGHTS};
 
 use crate::offer::{OfferRules, Session};
@@ -84,7 +88,7 @@ impl std::str::FromStr for Ranking {
 
 /// The ingredients of the default ranking, each of which can be switched off to measure
 /// what it adds (`skillidx eval --without …`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Ingredients {
     /// Drop stop words and pleasantries from the query.
     pub stop_words: bool,
@@ -98,6 +102,58 @@ pub struct Ingredients {
     pub body_apart: bool,
     /// Score CJK terms on the seed document instead of the analysed fields.
     pub cjk_on_seed: bool,
+    /// Cut CJK pleasantry phrases (`谢谢`, `お疲れ様でした`, `안녕하세요`) out of the query.
+    pub cjk_pleasantries: bool,
+    /// A hit found by CJK terms alone must match several separate CJK words of the query.
+    pub cjk_coverage: bool,
+    /// Reward query term pairs found in the same order, close together, in a hit's name or
+    /// description.
+    pub proximity: bool,
+    /// The tunable weights of the ingredients above.
+    pub weights: Weights,
+}
+
+/// The ingredients' tunable weights, chosen by cross-validation (`skillidx eval --folds`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Weights {
+    /// The ordered-proximity bonus, as a share of the best score.
+    pub proximity: f64,
+    /// How many separate CJK units of the query a hit found by CJK terms alone must match.
+    pub cjk_coverage: f64,
+    /// The relevance floor for CJK terms, in units of `ln(1 + N)` ([`FLOOR_CJK`]).
+    pub floor_cjk: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            proximity: proximity::DEFAULT_PROXIMITY,
+            cjk_coverage: chitchat::DEFAULT_CJK_COVERAGE,
+            floor_cjk: rank::FLOOR_CJK,
+        }
+    }
+}
+
+impl Weights {
+    /// The tunable weights: name, the grid cross-validation chooses from, and where it goes.
+    pub fn grid() -> Vec<(&'static str, Vec<f64>)> {
+        vec![
+            ("proximity", proximity::PROXIMITY_GRID.to_vec()),
+            ("cjk-coverage", chitchat::CJK_COVERAGE_GRID.to_vec()),
+            ("floor-cjk", rank::FLOOR_CJK_GRID.to_vec()),
+        ]
+    }
+
+    /// Sets the weight named `name` (as in [`Weights::grid`]).
+    pub fn set(&mut self, name: &str, value: f64) -> Result<(), String> {
+        match name {
+            "proximity" => self.proximity = value,
+            "cjk-coverage" => self.cjk_coverage = value,
+            "floor-cjk" => self.floor_cjk = value,
+            other => return Err(format!("unknown weight {other:?}")),
+        }
+        Ok(())
+    }
 }
 
 impl Default for Ingredients {
@@ -109,6 +165,10 @@ impl Default for Ingredients {
             body: true,
             body_apart: true,
             cjk_on_seed: true,
+            cjk_pleasantries: true,
+            cjk_coverage: true,
+            proximity: true,
+            weights: Weights::default(),
         }
     }
 }
@@ -123,6 +183,9 @@ impl Ingredients {
             "body" => self.body = false,
             "body-apart" => self.body_apart = false,
             "cjk-on-seed" => self.cjk_on_seed = false,
+            "cjk-pleasantries" => self.cjk_pleasantries = false,
+            "cjk-coverage" => self.cjk_coverage = false,
+            "proximity" => self.proximity = false,
             other => {
                 return Err(format!(
                     "unknown ingredient {other:?} (one of {})",
@@ -134,14 +197,27 @@ impl Ingredients {
     }
 
     /// The ingredients' names.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 9] = [
         "stop-words",
         "typos",
         "floor",
         "body",
         "body-apart",
         "cjk-on-seed",
+        "cjk-pleasantries",
+        "cjk-coverage",
+        "proximity",
     ];
+
+    /// Whether the ingredient a tunable weight belongs to (same name) is on.
+    pub fn is_on(&self, name: &str) -> bool {
+        match name {
+            "proximity" => self.proximity,
+            "cjk-coverage" => self.cjk_coverage && self.floor,
+            "floor-cjk" => self.floor,
+            _ => true,
+        }
+    }
 }
 
 /// What to search for.
@@ -392,6 +468,9 @@ impl<'s> Snapshot<'s> {
         let plan = plan::plan(self, query, opts, &view)?;
         let floor = rank::floor(&plan, view.n, opts);
         let scores = score::score_all(self, &plan, &view, opts, floor)?;
+        let scores = chitchat::cover(query, &plan, &view, opts, scores)
+            .map_err(|e| self.store.bad_record(e))?;
+        let scores = proximity::boost(self, query, &plan, opts, scores)?;
         Ok((scores, plan, view))
     }
 }

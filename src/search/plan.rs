@@ -120,7 +120,7 @@ pub(super) fn plan(
         return Ok(plan);
     }
     let mut seen = HashSet::new();
-    for term in analyze(query) {
+    for term in analyze(&super::chitchat::query_text(query, &opts.ingredients)) {
         if !seen.insert(term.clone()) {
             continue;
         }

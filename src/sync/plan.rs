@@ -682,31 +682,28 @@ mod tests {
         c
     }
 
-    fn sync(m: &Model, c: Committed) -> Committed {
-        let observed = m.observe(&c);
-        let p = plan(
-            &c,
-            &c,
+    /// A sync with no other sync in between: observe against the commit, plan against it.
+    fn plan_alone(m: &Model, c: &Committed) -> Plan {
+        let observed = m.observe(c);
+        let none = FxHashMap::default();
+        plan(
+            c,
+            c,
             &observed,
-            &FxHashMap::default(),
+            &none,
             &ConfigSnapshot::default(),
             "linux",
             m.now(),
-        );
+        )
+    }
+
+    fn sync(m: &Model, c: Committed) -> Committed {
+        let p = plan_alone(m, &c);
         apply(c, &p)
     }
 
     fn converged(m: &Model, c: &Committed) -> bool {
-        let observed = m.observe(c);
-        let p = plan(
-            c,
-            c,
-            &observed,
-            &FxHashMap::default(),
-            &ConfigSnapshot::default(),
-            "linux",
-            m.now(),
-        );
+        let p = plan_alone(m, c);
         let mut keys: Vec<&String> = c.manifest.keys().collect();
         keys.sort();
         p.is_empty()
@@ -768,16 +765,7 @@ mod tests {
                 while !converged(&m, &c) {
                     rounds += 1;
                     if rounds > 2 {
-                        let observed = m.observe(&c);
-                        let p = plan(
-                            &c,
-                            &c,
-                            &observed,
-                            &FxHashMap::default(),
-                            &ConfigSnapshot::default(),
-                            "linux",
-                            m.now(),
-                        );
+                        let p = plan_alone(&m, &c);
                         panic!("seed {seed}: not converged after two syncs\ndisk {:?}\nmanifest {:?}\nplan {:?}", m.disk, c.manifest, p);
                     }
                     m.clock += 3;

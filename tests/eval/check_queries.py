@@ -20,11 +20,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
-KINDS = ["direct", "paraphrase", "long", "typo", "zh", "ja", "ko", "mixed", "chitchat"]
+KINDS = ["direct", "paraphrase", "long", "typo", "zh", "ja", "ko", "mixed", "chitchat",
+         "cross-lingual", "direction"]
 LANGS = ["en", "zh", "ja", "ko", "mixed"]
 # Rough targets from the issue/brief; used for warnings only (except the total).
 TARGETS = {"direct": 45, "paraphrase": 45, "long": 30, "typo": 20, "zh": 20,
-           "ja": 15, "ko": 15, "mixed": 10, "chitchat": 20}
+           "ja": 15, "ko": 15, "mixed": 10, "chitchat": 45, "cross-lingual": 30,
+           "direction": 12}
+# Chit-chat per CJK language (issue 12: greetings, thanks, small talk in each).
+CHITCHAT_PER_CJK_LANG = 8
 MIN_TOTAL = 220
 ID_RE = re.compile(r"^q\d{3,}$")
 CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -61,6 +65,17 @@ def main():
     if not corpus.is_dir():
         print(f"ERROR: corpus directory not found: {corpus}", file=sys.stderr)
         return 1
+
+    # Description language per skill folder, from manifest.tsv next to skills/ (optional).
+    desc_lang = {}
+    manifest = corpus.parent / "manifest.tsv"
+    if manifest.is_file():
+        with open(manifest, encoding="utf-8") as f:
+            head = f.readline().rstrip("\n").split("\t")
+            ip, il = head.index("path"), head.index("language")
+            for line in f:
+                cols = line.rstrip("\n").split("\t")
+                desc_lang[cols[ip].removesuffix("/SKILL.md")] = cols[il]
 
     rows = []
     ids = set()
@@ -129,6 +144,12 @@ def main():
                 warnings.append(f"{where}: lang en but query contains CJK characters")
             if lang == "mixed" and not (CJK_RE.search(query) and re.search(r"[A-Za-z]{2,}", query)):
                 errors.append(f"{where}: lang mixed needs both CJK/Hangul and Latin text")
+            if kind == "cross-lingual" and lang not in ("en", "zh", "ja", "ko"):
+                errors.append(f"{where}: cross-lingual needs lang en, zh, ja or ko")
+            if kind == "cross-lingual" and desc_lang and rel:
+                # at least one acceptable skill must be described in another language
+                if all(desc_lang.get(r) == lang for r in rel):
+                    errors.append(f"{where}: cross-lingual but every relevant skill is described in {lang}")
             if kind == "long":
                 size, unit = long_size(query, lang)
                 lo, hi = (120, 300) if lang == "en" else (150, 900)
@@ -145,6 +166,10 @@ def main():
     for k, t in TARGETS.items():
         if by_kind[k] < max(1, int(t * 0.75)):
             warnings.append(f"kind {k}: {by_kind[k]} queries, target about {t}")
+    for l in ("zh", "ja", "ko"):
+        n_chat = sum(1 for d in rows if d["kind"] == "chitchat" and d["lang"] == l)
+        if n_chat < CHITCHAT_PER_CJK_LANG:
+            warnings.append(f"chitchat in {l}: {n_chat} queries, target {CHITCHAT_PER_CJK_LANG}")
     labelled = [d for d in rows if d["kind"] != "chitchat"]
     nrel = [len(d["relevant"]) for d in labelled]
     repos = collections.Counter(r.split("/")[0] for d in rows for r in d["relevant"])
@@ -161,7 +186,9 @@ def main():
     for k in KINDS:
         ks = [d for d in rows if d["kind"] == k]
         avg = (sum(len(d["relevant"]) for d in ks) / len(ks)) if ks else 0.0
-        print(f"  {k:<11}{len(ks):>4}   avg relevant {avg:4.2f}")
+        langs = collections.Counter(d["lang"] for d in ks)
+        by = " ".join(f"{l}={langs[l]}" for l in LANGS if langs[l])
+        print(f"  {k:<14}{len(ks):>4}   avg relevant {avg:4.2f}   {by}")
     print("per lang:  " + "  ".join(f"{l}={by_lang[l]}" for l in LANGS))
     if nrel:
         print(f"relevant per labelled query: avg {sum(nrel)/len(nrel):.2f}, "

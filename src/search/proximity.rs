@@ -1,0 +1,172 @@
+//! Ordered proximity: word order and direction.
+//!
+//! A bag of words cannot tell "convert this PDF to Markdown" from "convert Markdown to PDF".
+//! This signal can: for each pair of query terms in query order, at most [`QUERY_SPAN`]
+//! positions apart with a word of direction between them (`to`, `into`, `as`, `转成`), a candidate whose name or description has the first term followed by the
+//! second at most [`WINDOW`] positions later scores the pair. The pairs weigh
+//! `min(idf, idf)`, and a candidate's proximity is the share of the pair weight it scores,
+//! in `[0, 1]`. The top [`CANDIDATES`] hits then gain `weight × best score × proximity`, so
+//! the bonus is on the scale of the query's scores whatever their size; `weight`
+//! ([`DEFAULT_PROXIMITY`]) is chosen by cross-validation (`skillidx eval --folds 5`).
+//!
+//! Positions are not in the postings, so the name and description of the few candidates are
+//! read back from their records and analysed again with the same analyzer. Only the
+//! Latin-script query terms count (CJK bigrams overlap, so their order says little), and
+//! only for short requests: a long turn (more than [`MAX_TERMS`] terms) is not a phrase.
+
+use super::plan::Plan;
+use super::{Ranking, SearchOptions, Snapshot};
+use crate::store::StoreError;
+use crate::tokenize::analyze;
+use rustc_hash::FxHashMap;
+
+/// How many of the best hits are considered.
+pub const CANDIDATES: usize = 30;
+/// How far apart (in analysed terms, stop words included) the two terms of a pair may be
+/// in a name or description: `Converts PDF (.pdf) documents into Markdown` has `markdown`
+/// three terms after the last `pdf`.
+pub const WINDOW: usize = 4;
+/// How far apart (in analysed terms, stop words and CJK terms included) two query terms
+/// may be to form a pair: `turn spec.md into a .docx` pairs `md` with `docx`, and
+/// `Markdown README as a standalone HTML` pairs `readme` with `html`.
+pub const QUERY_SPAN: usize = 4;
+/// Queries with more scored Latin terms than this get no proximity signal.
+pub const MAX_TERMS: usize = 12;
+/// Words of direction between two query terms (analysed forms).
+pub const DIRECTION_WORDS: [&str; 4] = ["to", "into", "as", "toward"];
+/// Characters of direction in a CJK term between two query terms: Chinese `成` (`转成`,
+/// `做成`), `为` (`转换为`), `到` (`发布到`), Japanese `に`, `へ`.
+pub const DIRECTION_MARKS: [char; 5] = ['成', '为', '到', 'に', 'へ'];
+/// The default weight (a share of the best score); cross-validation chooses it.
+pub const DEFAULT_PROXIMITY: f64 = 0.3;
+/// The values cross-validation chooses the weight from.
+pub const PROXIMITY_GRID: [f64; 7] = [0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6];
+
+/// Adds the proximity bonus to the best [`CANDIDATES`] of `scores` (see the module). The
+/// seed ranking, and a query with fewer than two Latin terms, are left as they are.
+pub(super) fn boost(
+    snap: &Snapshot,
+    query: &str,
+    plan: &Plan,
+    opts: &SearchOptions,
+    mut scores: Vec<(u32, f64)>,
+) -> Result<Vec<(u32, f64)>, StoreError> {
+    let weight = opts.ingredients.weights.proximity;
+    if opts.ranking != Ranking::Default
+        || !opts.ingredients.proximity
+        || weight <= 0.0
+        || scores.len() < 2
+    {
+        return Ok(scores);
+    }
+    let pairs = query_pairs(query, plan);
+    if pairs.is_empty() {
+        return Ok(scores);
+    }
+    let total: f64 = pairs.iter().map(|p| p.2).sum();
+    scores.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let best = scores[0].1;
+    for (doc, score) in scores.iter_mut().take(CANDIDATES) {
+        let Some((head, body)) = snap.doc(*doc)? else {
+            continue;
+        };
+        let fields = [analyze(&head.name), analyze(&body.description)];
+        let got: f64 = pairs
+            .iter()
+            .filter(|(a, b, _)| fields.iter().any(|f| ordered(f, a, b)))
+            .map(|p| p.2)
+            .sum();
+        *score += weight * best * got / total;
+    }
+    Ok(scores)
+}
+
+/// The query's ordered term pairs with their weights: two scored Latin terms (a typo as
+/// the term it was matched to) at most [`QUERY_SPAN`] positions apart in the analysed query
+/// (stop words and CJK terms counted, so that words in different clauses do not pair),
+/// with a word of direction between them ([`DIRECTION_WORDS`]: `PDF to Markdown`,
+/// `spec.md into a .docx`; [`DIRECTION_MARKS`] in a CJK term between them, `PDF转换成
+/// Markdown`, or `に`/`へ` right after the second, `Word文書をMarkdownに`). Without one,
+/// two words side by side are mostly a compound (`review PR`, `Cloud SQL`), whose order
+/// skills do not keep.
+fn query_pairs(query: &str, plan: &Plan) -> Vec<(String, String, f64)> {
+    let planned: FxHashMap<&str, (&str, f64)> = plan
+        .terms
+        .iter()
+        .filter(|t| !t.cjk)
+        .map(|t| {
+            (
+                t.typo_of.as_deref().unwrap_or(&t.term),
+                (t.term.as_str(), t.idf),
+            )
+        })
+        .collect();
+    if planned.len() < 2 || planned.len() > MAX_TERMS {
+        return Vec::new();
+    }
+    let words = analyze(query);
+    let seq: Vec<Option<(&str, f64)>> = words
+        .iter()
+        .map(|w| planned.get(w.as_str()).copied())
+        .collect();
+    let mut pairs: Vec<(String, String, f64)> = Vec::new();
+    for (p, a) in seq.iter().enumerate() {
+        let Some((a, ia)) = a else { continue };
+        for q in p + 1..seq.len().min(p + 1 + QUERY_SPAN) {
+            let Some((b, ib)) = seq[q] else { continue };
+            if *a == b || pairs.iter().any(|(x, y, _)| x == a && y == b) {
+                continue;
+            }
+            let between = &words[p + 1..q];
+            let marked = between.iter().any(|w| {
+                DIRECTION_WORDS.contains(&w.as_str())
+                    || w.chars().any(|c| DIRECTION_MARKS.contains(&c))
+            }) || words
+                .get(q + 1)
+                .is_some_and(|w| w.starts_with(['に', 'へ']));
+            if marked {
+                pairs.push(((*a).to_owned(), b.to_owned(), ia.min(ib)));
+            }
+        }
+    }
+    pairs
+}
+
+/// Whether `a` is followed by `b` at most [`WINDOW`] positions later in `terms`.
+fn ordered(terms: &[String], a: &str, b: &str) -> bool {
+    terms
+        .iter()
+        .enumerate()
+        .any(|(p, t)| t == a && terms[p + 1..].iter().take(WINDOW).any(|u| u == b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<String> {
+        analyze(text)
+    }
+
+    #[test]
+    fn order_and_distance_count() {
+        let d = terms("Converts PDF (.pdf) documents into Markdown so they can be read");
+        assert!(ordered(&d, "pdf", "markdown"));
+        assert!(!ordered(&d, "markdown", "pdf"));
+        let n = terms("markdown-to-pdf");
+        assert!(ordered(&n, "markdown", "pdf"));
+        assert!(!ordered(&n, "pdf", "markdown"));
+        // Too far apart.
+        let far = terms("pdf one two three four five markdown");
+        assert!(!ordered(&far, "pdf", "markdown"));
+        let near = terms("pdf one two three markdown");
+        assert!(ordered(&near, "pdf", "markdown"));
+    }
+
+    #[test]
+    fn a_term_is_not_its_own_pair() {
+        let d = terms("pdf pdf");
+        assert!(ordered(&d, "pdf", "pdf"));
+        assert!(!ordered(&terms("pdf"), "pdf", "pdf"));
+    }
+}
