@@ -101,3 +101,27 @@ def test_the_cache_is_bounded(plugin: Any) -> None:
     assert plugin._allowed_for("s10") == [("c", "n10")]
     plugin._remember_allowed(None, [("c", "x")])  # no session id: not cached
     assert None not in plugin._allowed
+
+
+def test_platform_disabled_follows_hermes_platform_not_the_hook_argument(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skillidx import hermes_plugin as p
+
+    (home / "config.yaml").write_text(
+        "skills:\n  platform_disabled:\n    telegram: [docker-cleanup]\n", encoding="utf-8")
+    monkeypatch.delenv("HERMES_PLATFORM", raising=False)
+    monkeypatch.delenv("HERMES_SESSION_PLATFORM", raising=False)
+    index = Index(home=str(home))
+    index.sync()
+    p._index = index
+    try:
+        # The hook's platform ("cli", or a gateway's name) is not what Hermes filters on.
+        out = p._on_pre_llm_call(user_message="clean docker images", platform="telegram")
+        assert out and "**docker-cleanup**" in out["context"]
+        monkeypatch.setenv("HERMES_PLATFORM", "telegram")
+        out = p._on_pre_llm_call(user_message="clean docker images", platform="cli")
+        assert out is None or "docker-cleanup" not in out["context"]
+    finally:
+        index.wait(60)
+        p._index = None
