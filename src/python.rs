@@ -432,7 +432,11 @@ impl PyIndex {
     /// The retrieved-skills block for `query`, as the Hermes plugin injects it: the top `k`
     /// hits, those under `min_score_ratio` of the best dropped, the first `inject_k` kept;
     /// ids in `shown` are named rather than described. `None` when nothing matches.
-    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75))]
+    ///
+    /// `allowed`: the session's `(category, name)` pairs as Hermes' own `<available_skills>`
+    /// block lists them ([`listed_skills`]); when given, `3 × inject_k` hits (at least `k`)
+    /// are fetched and only those the block lists are kept, before the floor and `inject_k`.
+    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75, allowed=None))]
     #[allow(clippy::too_many_arguments)]
     fn retrieve(
         &self,
@@ -446,13 +450,21 @@ impl PyIndex {
         ranking: &str,
         k1: f64,
         b: f64,
+        allowed: Option<Vec<(String, String)>>,
     ) -> PyResult<Option<String>> {
+        let inject_k = inject_k.unwrap_or(k).min(k);
+        let fetch = match &allowed {
+            Some(_) => k.max(inject_k.saturating_mul(3)),
+            None => k,
+        };
         // What is injected gets the relevance floor.
-        let opts = options(k, platform, ranking, k1, b, true)?;
+        let opts = options(fetch, platform, ranking, k1, b, true)?;
         detached(py, || {
-            let hits = self.live.search(&query, &opts)?;
-            let hits =
-                crate::hermes::select_hits(hits, inject_k.unwrap_or(k).min(k), min_score_ratio);
+            let mut hits = self.live.search(&query, &opts)?;
+            if let Some(allowed) = &allowed {
+                hits.retain(|h| crate::hermes::hit_allowed(h, allowed));
+            }
+            let hits = crate::hermes::select_hits(hits, inject_k, min_score_ratio);
             Ok(crate::hermes::format_retrieved_block(&hits, &shown))
         })
     }
@@ -533,6 +545,29 @@ fn injected_ids(text: &str) -> PyResult<Vec<String>> {
     guarded(|| Ok(crate::hermes::injected_ids(text))).map_err(PyErr::from)
 }
 
+/// The `(category, name)` pairs listed by every `<available_skills>` block of `text` (Hermes'
+/// own block, before or after compaction): the session's allow-list.
+#[pyfunction]
+fn listed_skills(py: Python<'_>, text: String) -> PyResult<Vec<(String, String)>> {
+    detached(py, || Ok(crate::compact::listed_skills(&text)))
+}
+
+/// `text` with every retrieved-skills block keeping only the entries `allowed` lists, at
+/// most `inject_k`; a block left empty is removed. Deterministic and idempotent.
+#[pyfunction]
+fn filter_retrieved_blocks(
+    py: Python<'_>,
+    text: String,
+    allowed: Vec<(String, String)>,
+    inject_k: usize,
+) -> PyResult<String> {
+    detached(py, || {
+        Ok(crate::hermes::filter_retrieved_blocks(
+            &text, &allowed, inject_k,
+        ))
+    })
+}
+
 /// Runs the `skillidx` command line with `argv` (program name first); returns the exit code.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
@@ -568,6 +603,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_chit_chat, m)?)?;
     m.add_function(wrap_pyfunction!(format_retrieved_block, m)?)?;
     m.add_function(wrap_pyfunction!(injected_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(listed_skills, m)?)?;
+    m.add_function(wrap_pyfunction!(filter_retrieved_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     #[cfg(feature = "failpoints")]
     m.add_function(wrap_pyfunction!(_set_failpoint, m)?)?;

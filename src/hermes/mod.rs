@@ -260,6 +260,121 @@ pub fn injected_ids(text: &str) -> Vec<String> {
     out
 }
 
+// ------------------------------------------------------------------------------------------
+// The session's allow-list: Hermes' own `<available_skills>` block.
+
+/// Whether an entry of the block, shown as `- **{id}** ({label})`, is a skill Hermes lists
+/// in `allowed` (its `(category, name)` pairs, [`crate::compact::listed_skills`]).
+///
+/// The id is the skill's name unless that name (or folder name) is carried by more than one
+/// SKILL.md of the home, in which case it is `category/folder` and matches no listed name:
+/// such an entry is left out (fail closed). So an id equal to a listed name is the only
+/// SKILL.md of that name, and the match is exact; the label is checked against the listed
+/// category too (`category/dir`, `dir` when the two are equal, the folder for `general`).
+fn entry_allowed(id: &str, label: &str, allowed: &[(String, String)]) -> bool {
+    allowed
+        .iter()
+        .any(|(category, name)| name == id && label_in_category(label, category))
+}
+
+/// Whether `label` ([`location_label`]) can be that of a skill folder in `category`.
+fn label_in_category(label: &str, category: &str) -> bool {
+    if category == "general" {
+        return !label.contains('/');
+    }
+    let cat = safety::label(category);
+    label == cat
+        || label
+            .strip_prefix(cat.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|dir| !dir.is_empty() && !dir.contains('/'))
+}
+
+/// Whether `hit` would be shown by [`format_retrieved_block`] as an entry that
+/// [`filter_retrieved_blocks`] keeps for `allowed`: the pre-filter of a turn whose session's
+/// allow-list is known, with the very predicate the final rewrite applies.
+pub fn hit_allowed(hit: &Hit, allowed: &[(String, String)]) -> bool {
+    safety::id_problem(&hit.id).is_none() && entry_allowed(&hit.id, &location_label(hit), allowed)
+}
+
+/// The `(id, label)` of a block entry line, `None` when `line` is not one.
+fn parse_entry(line: &str) -> Option<(&str, &str)> {
+    let (id, rest) = line.strip_prefix("- **")?.split_once("** (")?;
+    let (label, tail) = rest.split_once(')')?;
+    (tail.is_empty() || tail.starts_with(": ")).then_some((id, label))
+}
+
+/// Every retrieved-skills block of `text` ([`format_retrieved_block`]'s format) with only the
+/// entries Hermes lists in `allowed` (its `(category, name)` pairs, read from the request's
+/// own `<available_skills>` block by [`crate::compact::listed_skills`]), at most `inject_k`
+/// of them (described entries first, then the names of the `Also relevant` line). A block
+/// left with nothing is removed, with the blank lines before it. Nothing else of `text`
+/// changes.
+///
+/// A pure function of its arguments, and idempotent: Hermes 0.19.0 replays earlier turns'
+/// injected text verbatim on every call, and the same filter gives the same bytes each time,
+/// which keeps the prompt-cache prefix stable.
+pub fn filter_retrieved_blocks(
+    text: &str,
+    allowed: &[(String, String)],
+    inject_k: usize,
+) -> String {
+    if !text.contains(BLOCK_HEADING) {
+        return text.to_owned();
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i] != BLOCK_HEADING {
+            out.push(lines[i].to_owned());
+            i += 1;
+            continue;
+        }
+        let mut head = vec![lines[i].to_owned()];
+        let mut j = i + 1;
+        if lines.get(j) == Some(&BLOCK_INTRO) {
+            head.push(BLOCK_INTRO.to_owned());
+            j += 1;
+        }
+        if lines.get(j) == Some(&"") {
+            head.push(String::new());
+            j += 1;
+        }
+        let mut kept: Vec<String> = Vec::new();
+        while let Some((id, label)) = lines.get(j).and_then(|l| parse_entry(l)) {
+            if kept.len() < inject_k && entry_allowed(id, label, allowed) {
+                kept.push(lines[j].to_owned());
+            }
+            j += 1;
+        }
+        let mut earlier: Vec<&str> = Vec::new();
+        if let Some(names) = lines.get(j).and_then(|l| l.strip_prefix(EARLIER_PREFIX)) {
+            for id in names.split(", ") {
+                if kept.len() + earlier.len() < inject_k
+                    && allowed.iter().any(|(_, name)| name == id)
+                {
+                    earlier.push(id);
+                }
+            }
+            j += 1;
+        }
+        if kept.is_empty() && earlier.is_empty() {
+            while out.last().is_some_and(|l| l.is_empty()) {
+                out.pop();
+            }
+        } else {
+            out.extend(head);
+            out.extend(kept);
+            if !earlier.is_empty() {
+                out.push(format!("{EARLIER_PREFIX}{}", earlier.join(", ")));
+            }
+        }
+        i = j;
+    }
+    out.join("\n")
+}
+
 mod install;
 mod status;
 pub use install::{
@@ -425,5 +540,122 @@ mod tests {
         let mut hostile = vec![hit("../x", "c", "/x/SKILL.md", "", 100.0)];
         hostile.extend(hits);
         assert_eq!(ids(select_hits(hostile, 2, 0.25)), ["a", "b"]);
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(c, n)| ((*c).into(), (*n).into())).collect()
+    }
+
+    #[test]
+    fn blocks_keep_only_what_hermes_lists() {
+        let hits = vec![
+            hit(
+                "docker-cleanup",
+                "devops",
+                "/h/skills/devops/docker/SKILL.md",
+                "Remove images",
+                5.0,
+            ),
+            hit(
+                "k8s",
+                "devops",
+                "/h/skills/devops/k8s/SKILL.md",
+                "Pods",
+                4.0,
+            ),
+            hit(
+                "fallback-search",
+                "research",
+                "/h/skills/research/fs/SKILL.md",
+                "Search",
+                3.0,
+            ),
+            hit(
+                "arxiv",
+                "research/papers",
+                "/h/skills/research/papers/arxiv/SKILL.md",
+                "Papers",
+                2.5,
+            ),
+            hit("bare", "bare", "/h/skills/bare/SKILL.md", "Bare", 2.0),
+            hit("root", "general", "/h/skills/SKILL.md", "Root", 1.5),
+            hit(
+                "devops/dup",
+                "devops",
+                "/h/skills/devops/dup/SKILL.md",
+                "Clash",
+                1.0,
+            ),
+        ];
+        let allowed = pairs(&[
+            ("devops", "docker-cleanup"),
+            ("devops", "k8s"),
+            ("research/papers", "arxiv"),
+            ("bare", "bare"),
+            ("general", "root"),
+            ("devops", "dup"),
+            ("other", "unrelated"),
+        ]);
+        let block = format_retrieved_block(&hits, &[]).unwrap_or_default();
+        let text = format!("How do I?\n\n{block}");
+        let kept = filter_retrieved_blocks(&text, &allowed, 6);
+        // Hidden (not listed) and ambiguous ids (category/folder) are out; the rest keep order.
+        assert_eq!(
+            injected_ids(&kept),
+            ["docker-cleanup", "k8s", "arxiv", "bare", "root"]
+        );
+        assert!(
+            kept.starts_with("How do I?\n\n## Retrieved Skills"),
+            "{kept}"
+        );
+        // The pre-filter agrees with the rewrite entry by entry.
+        let pre: Vec<Hit> = hits
+            .iter()
+            .filter(|h| hit_allowed(h, &allowed))
+            .cloned()
+            .collect();
+        assert_eq!(
+            format!(
+                "How do I?\n\n{}",
+                format_retrieved_block(&pre, &[]).unwrap_or_default()
+            ),
+            kept
+        );
+        // Idempotent and deterministic.
+        assert_eq!(filter_retrieved_blocks(&kept, &allowed, 6), kept);
+        assert_eq!(filter_retrieved_blocks(&text, &allowed, 6), kept);
+        // Trimmed to inject_k.
+        let two = filter_retrieved_blocks(&text, &allowed, 2);
+        assert_eq!(injected_ids(&two), ["docker-cleanup", "k8s"]);
+        assert_eq!(filter_retrieved_blocks(&two, &allowed, 2), two);
+        // A listed name in another category does not match.
+        let wrong = pairs(&[("research", "docker-cleanup")]);
+        assert_eq!(filter_retrieved_blocks(&text, &wrong, 6), "How do I?");
+        // Nothing listed (no block in the system text): the block and its blank lines go.
+        assert_eq!(filter_retrieved_blocks(&text, &[], 6), "How do I?");
+        let mid = format!("Q\n\n{block}\n\nafter");
+        assert_eq!(filter_retrieved_blocks(&mid, &[], 6), "Q\n\nafter");
+        // Text without a block is returned as it is.
+        assert_eq!(
+            filter_retrieved_blocks("plain\n\ntext", &[], 6),
+            "plain\n\ntext"
+        );
+        // The names of skills described earlier are filtered too.
+        let again = format_retrieved_block(&hits, &["k8s".into(), "fallback-search".into()])
+            .unwrap_or_default();
+        let kept = filter_retrieved_blocks(&again, &allowed, 6);
+        assert!(
+            kept.ends_with("\nAlso relevant (described earlier in this conversation): k8s"),
+            "{kept}"
+        );
+        assert_eq!(filter_retrieved_blocks(&kept, &allowed, 6), kept);
+        let only_earlier =
+            format_retrieved_block(&hits[1..3], &["k8s".into(), "fallback-search".into()])
+                .unwrap_or_default();
+        let kept = filter_retrieved_blocks(&only_earlier, &allowed, 6);
+        assert_eq!(
+            kept,
+            format!("{BLOCK_HEADING}\n{BLOCK_INTRO}\n\n{EARLIER_PREFIX}k8s")
+        );
     }
 }

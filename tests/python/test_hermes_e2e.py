@@ -36,12 +36,14 @@ plugins:
 """
 
 
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory):
+def _agent(tmp_path_factory: pytest.TempPathFactory, extra: str = ""):
     if not HERMES.exists():
         pytest.fail(f"hermes-agent is not installed next to {sys.executable} (tests/python/run.sh installs it)")
     base = tmp_path_factory.mktemp("e2e")
     home = make_home(base)
+    for rel, text in EXTRA_SKILLS.get(extra, {}).items():
+        (home / "skills" / rel).mkdir(parents=True)
+        (home / "skills" / rel / "SKILL.md").write_text(text, encoding="utf-8")
     (base / "userhome").mkdir()
     (base / "cwd").mkdir()
     (home / "cache").mkdir()
@@ -54,8 +56,40 @@ def agent(tmp_path_factory: pytest.TempPathFactory):
     assert r.returncode == 0, r.stderr
     cfg = (home / "config.yaml").read_text()
     assert "enabled: [skill-retrieval]" in cfg and "# the stub server" in cfg
-    yield {"base": base, "home": home, "stub": stub}
-    stub.close()
+    return {"base": base, "home": home, "stub": stub}
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory):
+    a = _agent(tmp_path_factory)
+    yield a
+    a["stub"].close()
+
+
+# Skills whose offer depends on the session's tool set. The turns run `-t skills,terminal`:
+# no `browser` toolset, so Hermes hides the first; the second is always offered.
+EXTRA_SKILLS = {
+    "conditional": {
+        "web/zebra-scraper": (
+            "---\nname: zebra-page-scraper\n"
+            "description: Scrape zebra product pages from a website with a headless browser\n"
+            "metadata:\n  hermes:\n    requires_toolsets: [browser]\n"
+            "    tags: [zebra, scrape, website, pages]\n---\n# zebra-page-scraper\n\nBody.\n"
+        ),
+        "web/html-fetch": (
+            "---\nname: html-fetch\n"
+            "description: Fetch a website page and scrape product data with curl\n"
+            "---\n# html-fetch\n\nBody.\n"
+        ),
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def conditional_agent(tmp_path_factory: pytest.TempPathFactory):
+    a = _agent(tmp_path_factory, "conditional")
+    yield a
+    a["stub"].close()
 
 
 def run_turn(agent: Dict[str, Any], message: str, **env_extra: str) -> Dict[str, Any]:
@@ -153,3 +187,28 @@ def test_agent_log_has_the_seed_lines(agent: Dict[str, Any]) -> None:
     log = (agent["home"] / "logs" / "agent.log").read_text(errors="replace")
     assert re.search(r"BM25 index built: \d+ docs", log), log[-2000:]
     assert "Skill retrieval plugin registered (top_k=6, compact=true)" in log
+
+
+def test_a_skill_hermes_hides_for_the_session_tools_is_never_injected(
+    conditional_agent: Dict[str, Any],
+) -> None:
+    from skillidx import _native
+
+    message = "How do I scrape zebra product pages from a website?"
+    # A first turn: pre_llm_call has no allow-list yet (no tool information).
+    request = run_turn(conditional_agent, message)
+    # Without tool information the hidden skill is the best match, so the test would catch
+    # an unfiltered injection.
+    index = _native.Index(home=str(conditional_agent["home"]), readonly=True)
+    hits = [h.id for h in index.search(message, k=3)]
+    assert hits[:2] == ["zebra-page-scraper", "html-fetch"], hits
+    system, user = texts(request)
+    listed = _native.listed_skills(system)
+    # Hermes' own block hides it for this tool set and lists the other one.
+    assert ("web", "html-fetch") in listed, listed
+    assert all(name != "zebra-page-scraper" for _, name in listed), listed
+    assert "zebra-page-scraper" not in system
+    ids = injected(user)
+    assert ids and ids[0] == "html-fetch", user
+    assert "zebra-page-scraper" not in user, user
+    assert user.startswith(message + "\n\n")

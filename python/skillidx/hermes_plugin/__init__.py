@@ -2,9 +2,11 @@
 
 Two phases per turn, like the seed ``skill-retrieval`` plugin:
 
-1. ``llm_request`` middleware: the ``<available_skills>`` block of the outgoing request is
+1. ``llm_request`` middleware: Hermes' own ``<available_skills>`` block (already filtered for
+   this session) is read as the session's allow-list, every injected ``## Retrieved Skills`` block
+   of the request keeps only what it lists, then the block is
    rewritten to names only (the system prompt Hermes builds and caches is left alone).
-   ``SKILL_RETRIEVAL_COMPACT=0`` turns this off.
+   ``SKILL_RETRIEVAL_COMPACT=0`` turns the names-only rewrite off (the filtering stays).
 2. ``pre_llm_call`` hook: the user's message is searched in the skillidx index of the active
    profile and the top hits are returned as ``{"context": block}``, which Hermes appends to
    this turn's user message.
@@ -32,7 +34,8 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Dict, Iterable, List, Optional
+from collections import OrderedDict
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -163,36 +166,101 @@ def _note_background(index: Any) -> None:
             _resolved(key)
 
 
-# -- phase 1: names-only <available_skills> in the outgoing request -------------------------
+# -- phase 1: the session's allow-list, exact injected blocks, names-only <available_skills> --
+#
+# Hermes gives ``pre_llm_call`` no tools, but the request already carries Hermes' own
+# ``<available_skills>`` block, filtered for this session (tools, toolsets, platform,
+# environments, disabled, clashes). Its (category, name) pairs are the allow-list: cached per
+# session for the next turns' retrieval, and applied here to every injected block of the
+# request (``_native.filter_retrieved_blocks``: pure and idempotent, so the replayed earlier
+# turns give the same bytes on every call).
+
+_ALLOWED_MAX = 256
+_allowed: "OrderedDict[str, List[Tuple[str, str]]]" = OrderedDict()
+_allowed_lock = threading.Lock()
 
 
-def _compact_text(value: Any) -> Any:
-    """Compacts a str, or the text parts of a list of content blocks, in place."""
+def _remember_allowed(session_id: Any, pairs: List[Tuple[str, str]]) -> None:
+    """Caches a session's allow-list; the least recently used session goes beyond 256."""
+    if not isinstance(session_id, str) or not session_id:
+        return
+    with _allowed_lock:
+        _allowed[session_id] = pairs
+        _allowed.move_to_end(session_id)
+        while len(_allowed) > _ALLOWED_MAX:
+            _allowed.popitem(last=False)
+
+
+def _allowed_for(session_id: Any) -> Optional[List[Tuple[str, str]]]:
+    """The cached allow-list of a session, ``None`` before its first request was seen."""
+    if not isinstance(session_id, str):
+        return None
+    with _allowed_lock:
+        pairs = _allowed.get(session_id)
+        if pairs is not None:
+            _allowed.move_to_end(session_id)
+        return pairs
+
+
+def _texts(value: Any) -> List[str]:
     if isinstance(value, str):
-        return _native.compact_available_skills(value) if "<available_skills>" in value else value
+        return [value]
+    if isinstance(value, list):
+        return [p["text"] for p in value if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
+def _map_text(value: Any, fn: Any) -> Any:
+    """``fn`` applied to a str, or to the text parts of a list of content blocks in place."""
+    if isinstance(value, str):
+        return fn(value)
     if isinstance(value, list):
         for part in value:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
-                if "<available_skills>" in part["text"]:
-                    part["text"] = _native.compact_available_skills(part["text"])
+                part["text"] = fn(part["text"])
     return value
 
 
-def _on_llm_request(request: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
+def _compact(text: str) -> str:
+    return _native.compact_available_skills(text) if "<available_skills>" in text else text
+
+
+def _system_slots(request: Dict[str, Any]) -> List[Tuple[Any, Any]]:
+    """(container, key) of every system text of the request, whatever its api_mode."""
+    slots: List[Tuple[Any, Any]] = [(request, k) for k in ("instructions", "system") if k in request]
+    messages = request.get("messages")
+    if isinstance(messages, list):
+        slots += [(m, "content") for m in messages
+                  if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+    return slots
+
+
+def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
     started = time.perf_counter()
     try:
         if not isinstance(request, dict):
             return None
-        for key in ("instructions", "system"):
-            if key in request:
-                request[key] = _compact_text(request[key])
+        slots = _system_slots(request)
+        # Before compacting: no block (no skills tool, or nothing offered) means Hermes offers
+        # nothing, so nothing is injected.
+        system = "\n".join(t for c, k in slots for t in _texts(c.get(k)))
+        allowed = _native.listed_skills(system)
+        _remember_allowed(session_id, allowed)
+        k = _settings.inject_k
         messages = request.get("messages")
         if isinstance(messages, list):
             for msg in messages:
-                if isinstance(msg, dict) and msg.get("role") in ("system", "developer"):
-                    msg["content"] = _compact_text(msg.get("content"))
+                if isinstance(msg, dict) and msg.get("role") == "user":
+                    msg["content"] = _map_text(
+                        msg.get("content"),
+                        lambda t: _native.filter_retrieved_blocks(t, allowed, k)
+                        if "## Retrieved Skills" in t else t,
+                    )
+        if _settings.compact:
+            for container, key in slots:
+                container[key] = _map_text(container.get(key), _compact)
         # Edited in place and returned: other plugins' middlewares see and keep the edit.
-        return {"request": request, "source": "skill-retrieval", "reason": "names-only skills"}
+        return {"request": request, "source": "skill-retrieval", "reason": "offered skills only"}
     except Exception as exc:
         _problem("llm_request", exc, "llm_request skills rewrite failed: %s")
         return None
@@ -227,7 +295,7 @@ def _shown_earlier(history: Any) -> List[str]:
 def _on_pre_llm_call(
     user_message: Any = None,
     conversation_history: Any = None,
-    platform: Any = None,
+    session_id: Any = None,
     **_: Any,
 ) -> Optional[Dict[str, str]]:
     started = time.perf_counter()
@@ -246,11 +314,16 @@ def _on_pre_llm_call(
             k=_settings.top_k,
             inject_k=_settings.inject_k,
             min_score_ratio=_settings.min_score_ratio,
-            platform=platform or None,
+            # platform_disabled follows HERMES_PLATFORM / HERMES_SESSION_PLATFORM (read by
+            # the engine), not the hook's ``platform`` ("cli" for CLI sessions).
+            platform=None,
             shown=_shown_earlier(conversation_history),
             ranking=_settings.ranking,
             k1=_settings.k1,
             b=_settings.b,
+            # Turn 2 on: only what Hermes' block lists (over-fetched). Turn 1: the engine's
+            # own rules; the llm_request middleware then makes the request exact.
+            allowed=_allowed_for(session_id),
         )
         _resolved("index")
         return {"context": block} if block else None
@@ -278,9 +351,9 @@ def register(ctx: Any) -> None:
     name = getattr(ctx, "profile_name", None)
     _profile = name if isinstance(name, str) and name not in ("", "custom") else None
 
-    if _settings.compact:
-        ctx.register_middleware("llm_request", _on_llm_request)
-    else:
+    # Always registered: it also keeps the injected skills to what Hermes offers.
+    ctx.register_middleware("llm_request", _on_llm_request)
+    if not _settings.compact:
         logger.info("System prompt compaction disabled by SKILL_RETRIEVAL_COMPACT")
 
     started = time.perf_counter()
