@@ -278,3 +278,16 @@ def test_hermes_install_keeps_comments(tmp_path: Path) -> None:
     r = subprocess.run([exe, "hermes", "uninstall", "--home", str(home)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert (home / "config.yaml").read_text() == config and not plugin.exists()
+
+
+def test_a_home_that_does_not_exist_is_an_error_naming_it_and_nothing_is_created(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "home"
+    with pytest.raises(skillidx.ProfileError) as err:
+        skillidx.Index(home=str(missing))
+    assert str(missing) in str(err.value)
+    assert not (tmp_path / "no").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(skillidx.ProfileError, match="not a Hermes home"):
+        skillidx.Index(home=str(empty))
+    assert list(empty.iterdir()) == []
