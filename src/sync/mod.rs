@@ -200,9 +200,7 @@ pub fn sync_profile(
     if !opts.rebuild && planned.is_empty() && !dirs_worth_writing {
         report.take_tally(planned.tally);
         report.generation = base.stats.generation;
-        let (active, inactive) = count_offered(store, &tables)?;
-        report.active = active;
-        report.inactive = inactive;
+        (report.active, report.inactive) = base.offered_counts();
         report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
         return Ok(report);
     }
@@ -285,6 +283,7 @@ pub fn sync_profile(
             .map_err(|e| store.err(e))?;
     } else {
         report.generation = current.stats.generation;
+        (report.active, report.inactive) = current.offered_counts();
     }
     report.phase("apply", &mut mark);
     if changed || dirs_worth_writing {
@@ -294,11 +293,6 @@ pub fn sync_profile(
         report.committed = true;
     } else {
         txn.abort().map_err(|e| store.err(e))?;
-    }
-    if !changed {
-        let (active, inactive) = count_offered(store, &tables)?;
-        report.active = active;
-        report.inactive = inactive;
     }
     report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(report)
@@ -387,20 +381,6 @@ fn read_state(
         None => None,
     };
     Ok((stats, config))
-}
-
-/// (offered, indexed but not offered) in the last commit, for the report.
-fn count_offered(store: &Store, tables: &ProfileTables) -> Result<(usize, usize), StoreError> {
-    let txn = store.read()?;
-    let Some(state) = store::open_or_none(store, &txn, tables.state())? else {
-        return Ok((0, 0));
-    };
-    let active = read_state(store, &state)?.0.docs as usize;
-    let total = match store::open_or_none(store, &txn, tables.docs())? {
-        Some(docs) => store::row_count(store, &docs)? as usize,
-        None => 0,
-    };
-    Ok((active, total.saturating_sub(active)))
 }
 
 /// The folder-cache rows a commit writes and deletes.

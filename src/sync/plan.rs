@@ -32,6 +32,21 @@ pub struct Committed {
     pub config: Option<ConfigSnapshot>,
 }
 
+impl Committed {
+    /// (offered, indexed but not offered) documents: every document is owned by exactly
+    /// one `Indexed` manifest entry (invariant 1 of docs/store.md), so no table needs
+    /// reading.
+    pub fn offered_counts(&self) -> (usize, usize) {
+        let indexed = self
+            .manifest
+            .values()
+            .filter(|e| matches!(e.state, EntryState::Indexed(_)))
+            .count();
+        let active = self.stats.docs as usize;
+        (active, indexed.saturating_sub(active))
+    }
+}
+
 /// What one manifest key comes to.
 #[derive(Debug)]
 pub enum Action<'o> {
