@@ -240,11 +240,17 @@ fn lock_wait_ms_counts_the_wait_for_a_sync_holding_the_write_transaction() {
 #[test]
 fn a_panic_in_the_parser_is_an_internal_error_on_that_file_and_the_sync_goes_on() {
     let h = Home::new();
-    h.skill("c/a", "a", "about apples");
+    // Enough files that rayon's worker threads parse some of them, not only the caller.
+    for i in 0..40 {
+        h.skill(&format!("c/a{i}"), &format!("a{i}"), "about apples");
+    }
     let out = sync(h.path())
         .env("SKILLIDX_FAILPOINTS", "parse=panic")
         .output()
         .unwrap();
+    // Reported once, in the file's skip reason: not also as a raw panic on stderr.
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked at"), "{err}");
     let report = ok(out);
     let reason = report["skipped"][0]["reason"].as_str().unwrap();
     assert!(

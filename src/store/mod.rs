@@ -550,6 +550,27 @@ pub fn contain<T, E>(path: &Path, f: impl FnOnce() -> Result<T, E>) -> Result<T,
 where
     E: From<StoreError>,
 {
+    catch_quietly(f).unwrap_or_else(|(message, at)| {
+        let message = format!("{message} (at {at})");
+        let in_redb = at.contains("/redb-") || at.contains("\\redb-");
+        Err(E::from(if in_redb {
+            StoreError::RedbPanic {
+                path: path.to_owned(),
+                message,
+            }
+        } else {
+            StoreError::Internal {
+                path: path.to_owned(),
+                message,
+            }
+        }))
+    })
+}
+
+/// Runs `f`, catching a panic without printing it (on whatever thread `f` runs, a rayon
+/// worker included): `Err` holds the panic's message and the source file it was raised in,
+/// for the caller to report as it sees fit.
+pub fn catch_quietly<T>(f: impl FnOnce() -> T) -> Result<T, (String, String)> {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -565,21 +586,9 @@ where
     CONTAINING.with(|c| c.set(c.get() + 1));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     CONTAINING.with(|c| c.set(c.get() - 1));
-    result.unwrap_or_else(|panic| {
+    result.map_err(|panic| {
         let at = PANIC_AT.with(|p| p.borrow_mut().take()).unwrap_or_default();
-        let message = format!("{} (at {at})", panic_message(&*panic));
-        let in_redb = at.contains("/redb-") || at.contains("\\redb-");
-        Err(E::from(if in_redb {
-            StoreError::RedbPanic {
-                path: path.to_owned(),
-                message,
-            }
-        } else {
-            StoreError::Internal {
-                path: path.to_owned(),
-                message,
-            }
-        }))
+        (panic_message(&*panic), at)
     })
 }
 

@@ -137,7 +137,7 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
     }
     // A bug of ours on one file must not cost the user the rest of the sync: the file is
     // reported, as a bug, and every other skill is indexed.
-    let parsed = std::panic::catch_unwind(|| {
+    let parsed = crate::store::catch_quietly(|| {
         failpoint::point(failpoint::names::PARSE).map_err(|e| e.to_string())?;
         let skill = match whole {
             Whole::All => skill::parse(&bytes, &candidate.location),
@@ -169,11 +169,10 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
             parsed: Box::new(parsed),
         },
         Ok(Err(reason)) => Observation::Rejected { hash, reason },
-        Err(panic) => Observation::Rejected {
+        Err((message, at)) => Observation::Rejected {
             hash,
             reason: format!(
-                "internal error in skillidx while parsing this file ({}); please report it",
-                crate::store::panic_message(&*panic)
+                "internal error in skillidx while parsing this file ({message} at {at}); please report it"
             ),
         },
     }
