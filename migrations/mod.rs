@@ -8,7 +8,7 @@
 //! once, by whichever process takes the lock first, and the others find nothing to do.
 //!
 //! A step decodes the records of its source version with the types frozen beside it
-//! (`schema_v2.rs`), never with today's types: postcard is not self-describing, so a
+//! (`schema_v2.rs`, whose forward-index entry schema 3 kept), never with today's types: postcard is not self-describing, so a
 //! change to a record in `src/store/records.rs` would otherwise silently misread every
 //! older file. Each step is tested on a fixture file written by the older version
 //! (`tests/fixtures/schema-vN.redb`, see `tests/backward_compatibility.rs`).
@@ -24,12 +24,13 @@ use crate::store::{Result, Store, StoreError, META, SCHEMA_VERSION};
 pub mod schema_v2;
 pub mod v1_to_v2;
 pub mod v2_to_v3;
+pub mod v3_to_v4;
 
 /// A migration step from version `from` to `from + 1`.
 pub type Step = fn(&Store, &redb::WriteTransaction) -> Result<()>;
 
 /// The steps, indexed by the version they start from (`STEPS[0]` starts from 1).
-pub const STEPS: &[Step] = &[v1_to_v2::migrate, v2_to_v3::migrate];
+pub const STEPS: &[Step] = &[v1_to_v2::migrate, v2_to_v3::migrate, v3_to_v4::migrate];
 
 /// Brings `store`, found at schema `found`, up to [`SCHEMA_VERSION`], one committed step
 /// at a time. The version is read again inside each step's write transaction: another

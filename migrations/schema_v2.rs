@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 pub const FIELD_COUNT: usize = 6;
 /// Per field, (term frequency, field length).
 pub type FieldStats = [(u32, u32); FIELD_COUNT];
-/// One term of a document's forward index.
+/// One term of a document's forward index (unchanged in schema 3, replaced in 4).
 pub type TermEntry = (String, FieldStats);
 
 /// A file's stat.

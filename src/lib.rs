@@ -15,6 +15,7 @@ pub mod config;
 pub mod eval;
 pub mod failpoint;
 pub mod fields;
+pub mod forward;
 pub mod freshness;
 pub mod hermes;
 pub mod home;
@@ -30,6 +31,7 @@ pub mod skill;
 pub mod store;
 pub mod sync;
 pub mod tokenize;
+pub mod varint;
 pub mod watch;
 
 #[path = "../migrations/mod.rs"]

@@ -10,6 +10,7 @@
 //! (no per-process copy of document lengths) and fast.
 
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
+use crate::varint::Reader;
 use serde::{Deserialize, Serialize};
 
 /// One document's entry in a term's postings list.
@@ -80,19 +81,23 @@ pub struct Header {
 impl Header {
     /// Reads the header of a list written by [`encode`].
     pub fn read(bytes: &[u8]) -> Result<Header, CodecError> {
-        let mut r = Varints { bytes, pos: 0 };
-        let n = r.next_len().ok_or(CodecError::Malformed(0))?;
+        let mut r = Reader::new(bytes);
+        let n = r.next_u64().ok_or(CodecError::Malformed(0))?;
         if n % 2 != 0 || n > 2 << FIELD_COUNT {
             return Err(CodecError::Malformed(0));
         }
+        let n = n as usize;
         let mut masks = Vec::with_capacity(n / 2);
         for _ in 0..n / 2 {
-            let (Some(m), Some(c)) = (r.next(), r.next()) else {
+            let (Some(m), Some(c)) = (r.next_u32(), r.next_u32()) else {
                 return Err(CodecError::Malformed(0));
             };
             masks.push((m, c));
         }
-        Ok(Header { masks, body: r.pos })
+        Ok(Header {
+            masks,
+            body: r.pos(),
+        })
     }
 
     /// The entries whose mask shares a bit with `fields`.
@@ -130,19 +135,19 @@ pub fn decode_masked(
     mut visit: impl FnMut(u32, u32, &FieldStats),
 ) -> Result<(), CodecError> {
     let body = Header::read(bytes)?.body;
-    let mut r = Varints { bytes, pos: body };
-    let count = r.next_len().ok_or(CodecError::Malformed(0))?;
+    let mut r = Reader::at(bytes, body);
+    let count = r.next_u64().ok_or(CodecError::Malformed(0))? as usize;
     let mut read = 0usize;
     let mut doc = 0u32;
     let mut entry = 0usize;
     while read < count {
         let bad = CodecError::Malformed(entry);
-        let delta = r.next().ok_or(CodecError::Malformed(entry))?;
+        let delta = r.next_u32().ok_or(CodecError::Malformed(entry))?;
         if entry > 0 && delta == 0 {
             return Err(bad);
         }
         doc = doc.checked_add(delta).ok_or(CodecError::Malformed(entry))?;
-        let mask = r.next().ok_or(CodecError::Malformed(entry))?;
+        let mask = r.next_u32().ok_or(CodecError::Malformed(entry))?;
         if mask == 0 || mask >> FIELD_COUNT != 0 {
             return Err(bad);
         }
@@ -150,7 +155,7 @@ pub fn decode_masked(
         let mut stats: FieldStats = [(0, 0); FIELD_COUNT];
         for f in Field::ALL {
             if mask & (1 << f as u32) != 0 {
-                let (Some(tf), Some(len)) = (r.next(), r.next()) else {
+                let (Some(tf), Some(len)) = (r.next_u32(), r.next_u32()) else {
                     return Err(CodecError::Malformed(entry));
                 };
                 if tf == 0 {
@@ -166,45 +171,10 @@ pub fn decode_masked(
         visit(doc, mask, &stats);
         entry += 1;
     }
-    if r.pos != bytes.len() {
+    if !r.is_done() {
         return Err(CodecError::Malformed(entry));
     }
     Ok(())
-}
-
-/// A reader of postcard's varints (LEB128, at most five bytes for a `u32`).
-struct Varints<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl Varints<'_> {
-    fn next(&mut self) -> Option<u32> {
-        let mut value = 0u64;
-        for i in 0..5 {
-            let b = *self.bytes.get(self.pos)?;
-            self.pos += 1;
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return u32::try_from(value).ok();
-            }
-        }
-        None
-    }
-
-    /// The sequence length postcard writes first (a `usize` varint, up to ten bytes).
-    fn next_len(&mut self) -> Option<usize> {
-        let mut value = 0u64;
-        for i in 0..10 {
-            let b = *self.bytes.get(self.pos)?;
-            self.pos += 1;
-            value |= u64::from(b & 0x7f).checked_shl(7 * i)?;
-            if b & 0x80 == 0 {
-                return usize::try_from(value).ok();
-            }
-        }
-        None
-    }
 }
 
 /// Decodes a whole list into postings.

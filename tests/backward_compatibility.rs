@@ -147,3 +147,77 @@ fn schema_2_migrates_then_syncs_every_file_again_and_gains_a_folder_cache() {
         "pdf-to-markdown"
     );
 }
+
+#[test]
+fn schema_3_gets_the_compact_forward_index_and_answers_as_before() {
+    let (_dir, db) = fixture_copy(3);
+    let index = Index::open(&db).unwrap();
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = Index::open_writable(&fresh_dir.path().join("fresh.redb")).unwrap();
+    fresh.sync(&example_profile(), &Default::default()).unwrap();
+    for q in [
+        "convert a PDF file to Markdown",
+        "会議の議事録",
+        "deploying containers",
+        "git",
+    ] {
+        for ranking in [Ranking::Default, Ranking::Seed] {
+            let opts = SearchOptions {
+                ranking,
+                ..Default::default()
+            };
+            let a = index.search("default", q, &opts).unwrap();
+            let b = fresh.search("default", q, &opts).unwrap();
+            assert_eq!(ids(&a), ids(&b), "query {q} ({ranking:?})");
+        }
+    }
+    // Every re-encoded forward index names exactly the postings its document is in, with
+    // the same statistics: what a later sync relies on to take the document out again.
+    for profile in ["default", "work"] {
+        let (forward, in_postings) = forward_and_postings(&index, profile);
+        assert!(forward > 0, "{profile}");
+        assert_eq!(forward, in_postings, "{profile}");
+    }
+}
+
+/// Checks every active document's forward index against the postings lists; returns the
+/// number of forward entries of active documents and of postings entries.
+fn forward_and_postings(index: &Index, profile: &str) -> (usize, usize) {
+    use redb::ReadableTable;
+    use skillidx::store::records::DocHead;
+    use skillidx::store::{decode_head, ProfileTables};
+    let store = index.store();
+    let txn = store.read().unwrap();
+    let t = ProfileTables::new(profile);
+    let docs = txn.open_table(t.docs()).unwrap();
+    let terms = txn.open_table(t.terms()).unwrap();
+    let postings = txn.open_table(t.postings()).unwrap();
+    let mut forward = 0;
+    for row in docs.iter().unwrap() {
+        let (k, v) = row.unwrap();
+        let head: DocHead = decode_head(store, v.value()).unwrap();
+        let bytes = terms.get(k.value()).unwrap().expect("forward index row");
+        let entries = skillidx::forward::decode(bytes.value(), &head.lens).unwrap();
+        assert!(!entries.is_empty(), "{}", head.key);
+        if head.inactive.is_some() {
+            continue;
+        }
+        for (term, stats) in &entries {
+            let list = postings.get(term.as_str()).unwrap().expect("postings list");
+            let list = skillidx::postings::decode(list.value()).unwrap();
+            assert!(
+                list.iter().any(|p| p.doc == k.value() && p.stats == *stats),
+                "{}: {term}",
+                head.key
+            );
+        }
+        forward += entries.len();
+    }
+    let mut in_postings = 0;
+    for row in postings.iter().unwrap() {
+        in_postings += skillidx::postings::decode(row.unwrap().1.value())
+            .unwrap()
+            .len();
+    }
+    (forward, in_postings)
+}

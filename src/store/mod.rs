@@ -8,7 +8,6 @@
 
 pub mod records;
 
-use crate::fields::FieldStats;
 use records::*;
 use redb::{
     ConcurrencyMode, Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
@@ -17,7 +16,7 @@ use redb::{
 use std::path::{Path, PathBuf};
 
 /// The layout version written by this build. See `migrations/`.
-pub const SCHEMA_VERSION: u64 = 3;
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// Bytes every redb file starts with.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -434,7 +433,7 @@ impl ProfileTables {
     pub fn docs(&self) -> TableDefinition<'_, u32, &'static [u8]> {
         TableDefinition::new(&self.docs)
     }
-    /// doc id → postcard `Vec<TermEntry>`: the forward index.
+    /// doc id → the forward index ([`crate::forward`]).
     pub fn terms(&self) -> TableDefinition<'_, u32, &'static [u8]> {
         TableDefinition::new(&self.terms)
     }
@@ -511,14 +510,16 @@ pub fn open_or_none<K: redb::Key + 'static, V: redb::Value + 'static>(
     }
 }
 
-/// Reads the forward index of `doc`.
+/// Reads the forward index of `doc`, whose field lengths are `lens` (its head's).
 pub fn read_terms(
     store: &Store,
     table: &impl ReadableTable<u32, &'static [u8]>,
     doc: u32,
-) -> Result<Vec<(String, FieldStats)>> {
+    lens: &[u32; crate::fields::FIELD_COUNT],
+) -> Result<Vec<TermEntry>> {
     match table.get(doc).map_err(|e| store.err(e))? {
-        Some(v) => decode(store, v.value(), "forward index"),
+        Some(v) => crate::forward::decode(v.value(), lens)
+            .map_err(|e| store.bad_record(format!("document {doc}: {e}"))),
         None => Ok(Vec::new()),
     }
 }

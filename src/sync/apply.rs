@@ -10,6 +10,7 @@
 use super::observe::{Observation, Observed};
 use super::plan::Plan;
 use crate::fields::FIELD_COUNT;
+use crate::forward;
 use crate::offer::{self, PLUGIN_RANK};
 use crate::postings::{self, Posting};
 use crate::skill::Origin;
@@ -127,7 +128,8 @@ pub fn apply(
 struct NewDoc {
     head: DocHead,
     body: DocBody,
-    terms: Vec<TermEntry>,
+    /// Its forward index, encoded.
+    forward: Vec<u8>,
 }
 
 /// Moves the parsed skills the plan adds out of their observations.
@@ -147,7 +149,11 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
             Origin::Plugin(_) => PLUGIN_RANK,
         };
         let folder = o.candidate.location.folder();
-        let super::observe::Parsed { skill, analyzed } = *parsed;
+        let super::observe::Parsed {
+            skill,
+            lens,
+            forward,
+        } = *parsed;
         let doc = NewDoc {
             head: DocHead {
                 id: skill.id,
@@ -161,7 +167,7 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
                 environments: skill.environments,
                 has_environments: skill.has_environments,
                 conditions: skill.conditions,
-                lens: analyzed.lens,
+                lens,
                 inactive: None,
             },
             body: DocBody {
@@ -174,7 +180,7 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
                 notes: skill.notes,
                 flags: skill.flags,
             },
-            terms: analyzed.terms,
+            forward,
         };
         out.push((id, doc));
     }
@@ -345,7 +351,7 @@ impl Documents<'_> {
         // Take the gone documents out.
         for (d, head) in &gone_heads {
             if head.inactive.is_none() {
-                let t = store::read_terms(self.store, &terms, *d)?;
+                let t = store::read_terms(self.store, &terms, *d, &head.lens)?;
                 self.queue_remove(*d, &t);
                 if incremental {
                     stats.docs -= 1;
@@ -408,12 +414,14 @@ impl Documents<'_> {
                 head.inactive = now;
                 head.id = new_id;
                 if head.inactive.is_none() {
-                    self.queue_add(*id, &doc.terms);
+                    let t = forward::decode(&doc.forward, &head.lens)
+                        .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
+                    self.queue_add(*id, &t);
                 }
                 docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
                     .map_err(|e| self.err(e))?;
                 terms
-                    .insert(*id, encode(&doc.terms).as_slice())
+                    .insert(*id, doc.forward.as_slice())
                     .map_err(|e| self.err(e))?;
                 continue;
             }
@@ -421,7 +429,7 @@ impl Documents<'_> {
                 continue;
             }
             if head.inactive.is_none() != now.is_none() {
-                let t = store::read_terms(self.store, &terms, *id)?;
+                let t = store::read_terms(self.store, &terms, *id, &head.lens)?;
                 if now.is_none() {
                     self.queue_add(*id, &t);
                 } else {

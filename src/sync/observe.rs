@@ -7,6 +7,8 @@
 
 use crate::analyze::{analyze, Analyzed};
 use crate::failpoint;
+use crate::fields::FIELD_COUNT;
+use crate::forward;
 use crate::scan::Candidate;
 use crate::skill::{self, Skill};
 use crate::store::records::ManifestEntry;
@@ -24,8 +26,24 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 pub struct Parsed {
     /// The skill as Hermes reads it.
     pub skill: Skill,
-    /// Its terms per field.
-    pub analyzed: Analyzed,
+    /// Per field, its length in terms.
+    pub lens: [u32; FIELD_COUNT],
+    /// Its terms, as the stored forward index ([`crate::forward`]). Encoded here, on the
+    /// parallel workers, so a sync of many new skills holds a few hundred bytes per skill
+    /// until apply instead of every term's statistics, and apply writes the bytes as they are.
+    pub forward: Vec<u8>,
+}
+
+impl Parsed {
+    /// Tokenizes `skill`.
+    pub fn new(skill: Skill) -> Parsed {
+        let Analyzed { lens, terms } = analyze(&skill);
+        Parsed {
+            skill,
+            lens,
+            forward: forward::encode(&terms),
+        }
+    }
 }
 
 /// What the observe phase learnt about one file, relative to the base's manifest entry.
@@ -125,10 +143,9 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
                 return Observation::SameBytes { hash };
             }
             let skill = skill::unreadable(&candidate.location, &reason, "");
-            let analyzed = analyze(&skill);
             return Observation::Changed {
                 hash,
-                parsed: Box::new(Parsed { skill, analyzed }),
+                parsed: Box::new(Parsed::new(skill)),
             };
         }
     };
@@ -160,8 +177,7 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
                 s
             }
         };
-        let analyzed = analyze(&skill);
-        Ok::<_, String>(Parsed { skill, analyzed })
+        Ok::<_, String>(Parsed::new(skill))
     });
     match parsed {
         Ok(Ok(parsed)) => Observation::Changed {

@@ -389,7 +389,6 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::analyze;
     use crate::scan::Candidate;
     use crate::skill::{Location, Origin};
     use std::collections::BTreeMap;
@@ -423,8 +422,7 @@ mod tests {
             &format!("---\nname: {name}\ndescription: about {name}\n---\nbody\n"),
             &location,
         );
-        let analyzed = analyze(&skill);
-        Parsed { skill, analyzed }
+        Parsed::new(skill)
     }
 
     fn changed(hash: u8) -> Observation {

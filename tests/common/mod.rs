@@ -171,12 +171,14 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
 
     // Doc id → path, from the docs table.
     let mut path_of: BTreeMap<u32, String> = BTreeMap::new();
+    let mut lens_of = BTreeMap::new();
     let mut docs: BTreeMap<String, String> = BTreeMap::new();
     if let Ok(table) = txn.open_table(t.docs()) {
         for row in table.iter().unwrap() {
             let (k, v) = row.unwrap();
             let (head, body): (DocHead, DocBody) = decode(store, v.value(), "doc").unwrap();
             path_of.insert(k.value(), head.key.clone());
+            lens_of.insert(k.value(), head.lens);
             let key = head.key.clone();
             assert!(
                 docs.insert(key.clone(), format!("{head:?} {body:?}"))
@@ -224,7 +226,10 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
     if let Ok(table) = txn.open_table(t.terms()) {
         for row in table.iter().unwrap() {
             let (k, v) = row.unwrap();
-            let mut terms: Vec<TermEntry> = decode(store, v.value(), "terms").unwrap();
+            let lens = lens_of
+                .get(&k.value())
+                .expect("a forward index without a document");
+            let mut terms: Vec<TermEntry> = skillidx::forward::decode(v.value(), lens).unwrap();
             terms.sort();
             forward.insert(p(k.value()), terms);
         }
