@@ -365,3 +365,30 @@ def test_rerank_report_counts_the_turns_logged(setup: Any, endpoint: Endpoint, l
                           capture_output=True, text=True, check=True).stdout
     assert "changed the top-1 in 1 (50.0%), the top-3 in 1 (50.0%)" in text
     assert "failed open: 3 of 5 calls" in text
+
+
+def test_a_real_hermes_turn_injects_the_reranked_order(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Inside hermes-agent 0.19.0 (`hermes -z`): the installed plugin asks the stub to rerank,
+    and the request Hermes sends to its model carries the reranked injection."""
+    from test_hermes_e2e import _agent, injected, run_turn, texts
+
+    agent = _agent(tmp_path_factory)
+    stub = agent["stub"]
+    try:
+        log = agent["base"] / "rerank.jsonl"
+        stub.reply = '["kubernetes-debugging", "docker-cleanup", "terraform-plan"]'
+        run_turn(agent, "How do I use docker, kubernetes and terraform together?",
+                 SKILL_RETRIEVAL_RERANK="1", SKILL_RETRIEVAL_RERANK_BASE_URL="http://127.0.0.1:%d/v1" % stub.port,
+                 SKILL_RETRIEVAL_RERANK_MODEL=MODEL, SKILL_RETRIEVAL_RERANK_API_KEY=KEY,
+                 SKILL_RETRIEVAL_RERANK_LOG=str(log), SKILL_RETRIEVAL_INJECT_K="2")
+        requests = stub.chat_requests()
+        reranks = [r for r in requests if r.get("model") == MODEL]
+        turns = [r for r in requests if r.get("model") != MODEL]
+        assert len(reranks) == 1 and turns
+        (rec,) = lines(log)
+        assert rec["outcome"] == "ok", rec
+        assert rec["reranked"][0] == "kubernetes-debugging" and rec["engine"][0] != "kubernetes-debugging"
+        _, user = texts(turns[0])
+        assert injected(user) == rec["reranked"][:2]
+    finally:
+        stub.close()
