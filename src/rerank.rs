@@ -41,9 +41,9 @@ pub const DEFAULT_LOG: &str = "logs/skillidx-rerank.jsonl";
 const DETAIL_CHARS: usize = 300;
 /// At most this many unknown names are kept per turn (in the log and in a reply's stats).
 const UNKNOWN_KEPT: usize = 20;
-/// Only this much of a reply's text is searched for the array: a longer answer is not a
-/// ranking, and the search tries each `[` in turn.
-const CONTENT_SCAN_BYTES: usize = 64 * 1024;
+/// Only this many characters of a reply's text are searched for the array: a longer answer
+/// is not a ranking, and the search tries each `[` in turn.
+const CONTENT_SCAN_CHARS: usize = 64 * 1024;
 
 /// The instructions sent as the system message.
 const SYSTEM_PROMPT: &str = "You rank skills for an AI coding and operations agent. \
@@ -318,7 +318,7 @@ fn order_from(array: &[serde_json::Value], candidates: &[Hit]) -> Reranked {
 /// Every JSON array that starts at a `[` of `text`, in order (a code fence, prose around
 /// it, or an object wrapping it are all skipped over).
 fn arrays(text: &str) -> impl Iterator<Item = Vec<serde_json::Value>> + '_ {
-    let text = match text.char_indices().nth(CONTENT_SCAN_BYTES) {
+    let text = match text.char_indices().nth(CONTENT_SCAN_CHARS) {
         Some((cut, _)) => &text[..cut],
         None => text,
     };
@@ -574,9 +574,11 @@ pub struct Report {
     pub injection_changed: usize,
     /// Of those, the share that changed the first three.
     pub top3_changed_rate: Option<f64>,
-    /// Turns that failed open (timeout, HTTP, network, bad reply, error).
+    /// Turns that called the endpoint (every outcome but `skipped` and `no_key`).
+    pub calls: usize,
+    /// Of those, the turns that failed open (timeout, HTTP, network, bad reply, error).
     pub failed: usize,
-    /// Latency of the calls made.
+    /// Latency of the calls made (those that logged one).
     pub latency_ms: Latency,
     /// Names the replies held that were not candidates (all turns).
     pub unknown_names: usize,
@@ -639,10 +641,8 @@ pub fn summarise(files: Vec<PathBuf>, records: &[Record], malformed: usize) -> R
         .collect();
     top_unknown.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     top_unknown.truncate(10);
-    let failed = records
-        .iter()
-        .filter(|r| r.outcome.called() && r.outcome != Outcome::Ok)
-        .count();
+    let calls = records.iter().filter(|r| r.outcome.called()).count();
+    let failed = calls - reranked;
     Report {
         files,
         turns: records.len(),
@@ -653,6 +653,7 @@ pub fn summarise(files: Vec<PathBuf>, records: &[Record], malformed: usize) -> R
         top3_changed: top3,
         injection_changed: injection,
         top3_changed_rate: (reranked > 0).then(|| top3 as f64 / reranked as f64),
+        calls,
         failed,
         latency_ms: Latency {
             calls: latencies.len(),
@@ -735,11 +736,7 @@ impl std::fmt::Display for Report {
             ms(self.latency_ms.p99),
             ms(self.latency_ms.max),
         )?;
-        writeln!(
-            f,
-            "failed open: {} of {} calls",
-            self.failed, self.latency_ms.calls
-        )?;
+        writeln!(f, "failed open: {} of {} calls", self.failed, self.calls)?;
         let outcomes: Vec<String> = self
             .outcomes
             .iter()
@@ -963,18 +960,20 @@ mod tests {
             rec(&["a", "b"], &["a", "b"], Outcome::Timeout, Some(1500.0)),
             rec(&["a", "b"], &["a", "b"], Outcome::NoKey, None),
             rec(&["a"], &["a"], Outcome::Skipped, None),
+            // Failed before the call returned a latency: a call, a failure, no latency.
+            rec(&["a", "b"], &["a", "b"], Outcome::Error, None),
         ];
         records[2].unknown = vec!["zz".into(), "yy".into()];
         records[1].unknown = vec!["zz".into()];
         let r = summarise(Vec::new(), &records, 1);
-        assert_eq!(r.turns, 6);
+        assert_eq!(r.turns, 7);
         assert_eq!(r.malformed, 1);
         assert_eq!(r.reranked, 3);
         assert_eq!(
             (r.top1_changed, r.top3_changed, r.injection_changed),
             (1, 2, 0)
         );
-        assert_eq!(r.failed, 1);
+        assert_eq!((r.calls, r.failed), (5, 2));
         assert_eq!(r.outcomes["timeout"], 1);
         assert_eq!(r.outcomes["no_key"], 1);
         assert_eq!(r.outcomes["http_error"], 0);
@@ -986,6 +985,7 @@ mod tests {
         assert_eq!(r.top_unknown[0], ("zz".to_owned(), 2));
         let text = r.to_string();
         assert!(text.contains("the top-3 in 2 (66.7%)"), "{text}");
+        assert!(text.contains("failed open: 2 of 5 calls"), "{text}");
     }
 
     #[test]

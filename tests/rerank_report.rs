@@ -84,6 +84,7 @@ fn the_report_counts_turns_changes_failures_and_latency() {
     // Only the c-first turn changes the first two (inject_k) as a set.
     assert_eq!(r["injection_changed"], 1);
     assert_eq!(r["top3_changed_rate"], 0.5);
+    assert_eq!(r["calls"], 6);
     assert_eq!(r["failed"], 2);
     assert_eq!(r["outcomes"]["ok"], 4);
     assert_eq!(r["outcomes"]["timeout"], 1);
