@@ -448,9 +448,9 @@ def _reranked_block(index: Any, message: str, history: Any, session_id: Any) -> 
                 detail = reply
         except Exception as exc:  # a bug here must not cost the turn its skills
             outcome, detail, ordered = "error", repr(exc), hits
-    if outcome in ("ok", "skipped"):
+    if outcome == "ok":
         _resolved("rerank")
-    else:
+    elif outcome != "skipped":  # a skipped turn says nothing about the endpoint
         _problem("rerank", "%s: %s" % (outcome, detail),
                  "Skill retrieval reranker kept the engine's order: %s")
     try:
