@@ -1,5 +1,5 @@
 //! The command line: `skillidx sync | search | explain | offered | stats | list | hermes
-//! install|uninstall`.
+//! install|uninstall | rerank-report`.
 //!
 //! Lives in the library so the Python package's `skillidx` command runs the very same code.
 
@@ -137,6 +137,16 @@ enum Command {
         /// Wait this long after the last change before syncing.
         #[arg(long, default_value_t = 500)]
         debounce_ms: u64,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Summarise the plugin's reranker log (SKILL_RETRIEVAL_RERANK=1): turns, how often the
+    /// reranker changed the top-3, its latency percentiles, its failures, unknown names.
+    RerankReport {
+        /// The log (default: $SKILL_RETRIEVAL_RERANK_LOG, else
+        /// <profile home>/logs/skillidx-rerank.jsonl); its rotated `.1` file is read too.
+        #[arg(long)]
+        log: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -576,6 +586,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Hermes { action } => hermes(action),
+        Command::RerankReport { log, common } => rerank_report(&common, log),
         Command::Watch {
             debounce_ms,
             common,
@@ -598,6 +609,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn rerank_report(common: &Common, log: Option<PathBuf>) -> Result<ExitCode> {
+    let path = match log {
+        Some(p) => p,
+        None => {
+            let profile =
+                crate::hermes::resolve_profile(common.home.as_deref(), common.profile.as_deref())?;
+            crate::rerank::log_path(&profile.home)
+        }
+    };
+    let report = crate::rerank::report(&path)
+        .context("no rerank report (the plugin writes the log when SKILL_RETRIEVAL_RERANK=1)")?;
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn hermes(action: HermesAction) -> Result<ExitCode> {

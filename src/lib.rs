@@ -22,6 +22,7 @@ pub mod home;
 pub mod offer;
 pub mod postings;
 pub mod refresh;
+pub mod rerank;
 pub mod safety;
 pub mod scan;
 pub mod search;

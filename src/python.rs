@@ -469,6 +469,40 @@ impl PyIndex {
         })
     }
 
+    /// The reranker's candidates for `query`: the hits `retrieve` would choose from, `n` deep
+    /// instead of `inject_k` (relevance floor, `allowed` pairs and `min_score_ratio` applied
+    /// the same way), in the engine's order. The first `inject_k` of them are what `retrieve`
+    /// injects, so failing open to this order changes nothing.
+    #[pyo3(signature = (query, n=crate::rerank::DEFAULT_TOP_N, min_score_ratio=0.25, platform=None, ranking="default", k1=1.5, b=0.75, allowed=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn candidates(
+        &self,
+        py: Python<'_>,
+        query: String,
+        n: usize,
+        min_score_ratio: f64,
+        platform: Option<String>,
+        ranking: &str,
+        k1: f64,
+        b: f64,
+        allowed: Option<Vec<(String, String)>>,
+    ) -> PyResult<Vec<PyHit>> {
+        // As `retrieve` over-fetches when it filters by `allowed`.
+        let fetch = match &allowed {
+            Some(_) => n.saturating_mul(3),
+            None => n,
+        };
+        let opts = options(fetch, platform, ranking, k1, b, true)?;
+        detached(py, || {
+            let mut hits = self.live.search(&query, &opts)?;
+            if let Some(allowed) = &allowed {
+                hits.retain(|h| crate::hermes::hit_allowed(h, allowed));
+            }
+            let hits = crate::hermes::select_hits(hits, n, min_score_ratio);
+            Ok(hits.into_iter().map(PyHit::from).collect())
+        })
+    }
+
     /// Why `skill` (id or name) scores what it does for `query`, as a dict; `None` if the
     /// profile has no such skill.
     #[pyo3(signature = (query, skill, platform=None, ranking="default", k1=1.5, b=0.75))]
@@ -568,6 +602,133 @@ fn filter_retrieved_blocks(
     })
 }
 
+fn engine_hits(hits: &[PyRef<'_, PyHit>]) -> Vec<crate::search::Hit> {
+    hits.iter()
+        .map(|h| crate::search::Hit::from(&**h))
+        .collect()
+}
+
+/// The reranker's `POST {base_url}/chat/completions` body (UTF-8 JSON) asking `model` to
+/// order the first `n` of `hits` for `query` (see `src/rerank.rs`); the others are never
+/// sent.
+#[pyfunction]
+#[pyo3(signature = (query, hits, model, n=crate::rerank::DEFAULT_TOP_N))]
+fn rerank_request(
+    query: &str,
+    hits: Vec<PyRef<'_, PyHit>>,
+    model: &str,
+    n: usize,
+) -> PyResult<Vec<u8>> {
+    let hits = engine_hits(&hits);
+    let sent = &hits[..n.min(hits.len())];
+    guarded(|| {
+        serde_json::to_vec(&crate::rerank::request_body(query, sent, model))
+            .map_err(|e| Failure::Panic(format!("serialising the request: {e}")))
+    })
+    .map_err(PyErr::from)
+}
+
+/// Reads the endpoint's response `body` to the request for the first `n` of `hits` and
+/// returns `(hits in the new order, stats)`: those `n` as the reply orders them, then the
+/// rest in the engine's order. On a reply that gives no order the hits come back in the
+/// engine's order with `outcome` `"bad_reply"` and the reason in `detail`; never raises for
+/// what the endpoint sent. `stats`: `outcome`, `detail`, `unknown`, `unknown_count`,
+/// `duplicates`, `omitted`, `named`, `tokens`.
+#[pyfunction]
+#[pyo3(signature = (body, hits, n=crate::rerank::DEFAULT_TOP_N))]
+fn rerank_apply(
+    py: Python<'_>,
+    body: &[u8],
+    hits: Vec<PyRef<'_, PyHit>>,
+    n: usize,
+) -> PyResult<(Vec<PyHit>, Py<PyAny>)> {
+    let engine = engine_hits(&hits);
+    let sent = &engine[..n.min(engine.len())];
+    let body = String::from_utf8_lossy(body);
+    let result = guarded(|| Ok(crate::rerank::apply_reply(&body, sent))).map_err(PyErr::from)?;
+    let (order, stats) = match result {
+        Ok(r) => {
+            let stats = serde_json::json!({
+                "outcome": crate::rerank::Outcome::Ok.as_str(),
+                "detail": null,
+                "unknown": r.unknown,
+                "unknown_count": r.unknown_count,
+                "duplicates": r.duplicates,
+                "omitted": r.omitted,
+                "named": r.named,
+                "tokens": r.tokens,
+            });
+            (r.order, stats)
+        }
+        Err(e) => {
+            let unknown = match &e {
+                crate::rerank::ReplyError::NoCandidate { unknown } => unknown.clone(),
+                _ => Vec::new(),
+            };
+            let stats = serde_json::json!({
+                "outcome": crate::rerank::Outcome::BadReply.as_str(),
+                "detail": e.to_string(),
+                "unknown_count": unknown.len(),
+                "unknown": unknown,
+                "duplicates": 0,
+                "omitted": sent.len(),
+                "named": 0,
+                "tokens": null,
+            });
+            ((0..sent.len()).collect(), stats)
+        }
+    };
+    // The order covers the hits sent; the others keep their places after them.
+    let ordered = order
+        .into_iter()
+        .chain(sent.len()..hits.len())
+        .map(|i| (*hits[i]).clone())
+        .collect();
+    Ok((ordered, to_py(py, &stats)?))
+}
+
+/// Appends one reranker turn to the JSON-lines log at `path` (rotated past 5 MB; see
+/// `src/rerank.rs`). `outcome` is one of `ok`, `skipped`, `no_key`, `timeout`,
+/// `http_error`, `network_error`, `bad_reply`, `error` (else `ValueError`); `engine` and
+/// `reranked` are ids; the query is cut to its 200-character excerpt here. A file that
+/// cannot be written raises `OSError`.
+#[pyfunction]
+#[pyo3(signature = (path, outcome, query, engine, reranked, inject_k, latency_ms=None, session_id=None, model=None, detail=None, unknown=Vec::new(), tokens=None))]
+#[allow(clippy::too_many_arguments)]
+fn rerank_log(
+    py: Python<'_>,
+    path: PathBuf,
+    outcome: &str,
+    query: &str,
+    engine: Vec<String>,
+    reranked: Vec<String>,
+    inject_k: usize,
+    latency_ms: Option<f64>,
+    session_id: Option<String>,
+    model: Option<String>,
+    detail: Option<String>,
+    unknown: Vec<String>,
+    tokens: Option<u64>,
+) -> PyResult<()> {
+    let outcome: crate::rerank::Outcome = outcome
+        .parse()
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let record = crate::rerank::Record::new(
+        session_id, query, model, engine, reranked, inject_k, latency_ms, outcome, detail, unknown,
+        tokens,
+    );
+    // A log that cannot be written is an OSError, not an index error.
+    detached(py, || Ok(crate::rerank::append_log(&path, &record)))?
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(e.to_string()))
+}
+
+/// The reranker's log file for the profile home `home`: `$SKILL_RETRIEVAL_RERANK_LOG`, else
+/// `<home>/logs/skillidx-rerank.jsonl`.
+#[pyfunction]
+fn rerank_log_path(home: PathBuf) -> PathBuf {
+    crate::rerank::log_path(&home)
+}
+
 /// Runs the `skillidx` command line with `argv` (program name first); returns the exit code.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
@@ -605,6 +766,10 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(injected_ids, m)?)?;
     m.add_function(wrap_pyfunction!(listed_skills, m)?)?;
     m.add_function(wrap_pyfunction!(filter_retrieved_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(rerank_request, m)?)?;
+    m.add_function(wrap_pyfunction!(rerank_apply, m)?)?;
+    m.add_function(wrap_pyfunction!(rerank_log, m)?)?;
+    m.add_function(wrap_pyfunction!(rerank_log_path, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     #[cfg(feature = "failpoints")]
     m.add_function(wrap_pyfunction!(_set_failpoint, m)?)?;

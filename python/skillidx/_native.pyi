@@ -1,6 +1,7 @@
 """Type stubs for the Rust extension module ``skillidx._native``."""
 
 from os import PathLike
+from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDict, Union
 
 _Path = Union[str, "PathLike[str]"]
@@ -184,6 +185,18 @@ class Index:
         k1: float = 1.5,
         b: float = 0.75,
     ) -> Optional[str]: ...
+    def candidates(
+        self,
+        query: str,
+        n: int = 20,
+        min_score_ratio: float = 0.25,
+        platform: Optional[str] = None,
+        ranking: Literal["default", "seed"] = "default",
+        k1: float = 1.5,
+        b: float = 0.75,
+        allowed: Optional[Sequence[Tuple[str, str]]] = None,
+    ) -> List[Hit]:
+        """The reranker's candidates: what ``retrieve`` chooses from, ``n`` deep."""
     def explain(
         self,
         query: str,
@@ -201,5 +214,41 @@ def is_chit_chat(text: str) -> bool: ...
 def format_retrieved_block(hits: Sequence[Hit], shown: Sequence[str] = ...) -> Optional[str]: ...
 def injected_ids(text: str) -> List[str]: ...
 def main(argv: List[str]) -> int: ...
+
+RerankOutcome = Literal[
+    "ok", "skipped", "no_key", "timeout", "http_error", "network_error", "bad_reply", "error"
+]
+
+class RerankStats(TypedDict):
+    outcome: RerankOutcome
+    detail: Optional[str]
+    unknown: List[str]
+    unknown_count: int
+    duplicates: int
+    omitted: int
+    named: int
+    tokens: Optional[int]
+
+def rerank_request(query: str, hits: Sequence[Hit], model: str, n: int = 20) -> bytes:
+    """The chat-completions body asking ``model`` to order the first ``n`` hits."""
+def rerank_apply(body: bytes, hits: Sequence[Hit], n: int = 20) -> Tuple[List[Hit], RerankStats]:
+    """The hits in the reply's order (the engine's when the reply gives none), and stats."""
+def rerank_log(
+    path: _Path,
+    outcome: RerankOutcome,
+    query: str,
+    engine: Sequence[str],
+    reranked: Sequence[str],
+    inject_k: int,
+    latency_ms: Optional[float] = None,
+    session_id: Optional[str] = None,
+    model: Optional[str] = None,
+    detail: Optional[str] = None,
+    unknown: Sequence[str] = ...,
+    tokens: Optional[int] = None,
+) -> None:
+    """Appends one turn to the reranker's JSON-lines log (rotated past 5 MB)."""
+def rerank_log_path(home: _Path) -> Path:
+    """``$SKILL_RETRIEVAL_RERANK_LOG``, else ``<home>/logs/skillidx-rerank.jsonl``."""
 def _set_failpoint(name: str, action: Optional[str] = None) -> None:
     """Only in builds with the ``failpoints`` feature (tests)."""

@@ -25,6 +25,11 @@ capped at it), ``SKILL_RETRIEVAL_MIN_SCORE_RATIO`` (0.25), ``SKILL_RETRIEVAL_K1`
 plugin's plain BM25), ``SKILL_RETRIEVAL_COMPACT`` (1), and
 ``SKILL_RETRIEVAL_TIMING_LOG`` (a file to append one JSON line per hook/middleware call with
 its duration; Hermes ``-z`` switches logging off, so this is how the per-turn cost is read).
+
+The optional LLM reranker (off unless ``SKILL_RETRIEVAL_RERANK=1``): ``SKILL_RETRIEVAL_RERANK_BASE_URL``,
+``_MODEL``, ``_API_KEY`` (else ``OPENAI_API_KEY``), ``_TOP_N`` (20), ``_TIMEOUT`` (1.5 s) and
+``_LOG``; see docs/hermes-plugin.md, "Reranker". Its prompt, the reading of the reply, the log
+line and the report are in Rust (``src/rerank.rs``); here is only the POST.
 """
 
 from __future__ import annotations
@@ -309,6 +314,10 @@ def _on_pre_llm_call(
         # The freshness check: starts a background sync when one is due, never waits.
         scheduled = index.refresh()
         _note_background(index)
+        if _rerank is not None:
+            block = _reranked_block(index, user_message, conversation_history, session_id)
+            _resolved("index")
+            return {"context": block} if block else None
         block = index.retrieve(
             user_message,
             k=_settings.top_k,
@@ -332,6 +341,130 @@ def _on_pre_llm_call(
         return None
     finally:
         _timing("pre_llm_call", started, scheduled=scheduled)
+
+
+# -- optional: the LLM reranker (SKILL_RETRIEVAL_RERANK) -------------------------------------
+#
+# Off by default, and then a turn only tests ``_rerank is None``. On, the engine's top-N
+# candidates go to an OpenAI-compatible chat endpoint, which reorders them; the first
+# INJECT_K of its order are injected. Every failure (no key, timeout, HTTP or network error,
+# a reply that names no candidate) keeps the engine's order: the same block as without the
+# reranker. One JSON line per turn goes to the log (``skillidx rerank-report`` reads it).
+
+# ``jev`` is the seed plugin's value; it turns on this (OpenAI-compatible) reranker.
+_RERANK_ON = ("1", "true", "yes", "on", "jev")
+# A longer reply is not a ranking; reading stops there.
+_REPLY_MAX = 1 << 20
+
+
+class _Rerank:
+    """The reranker's settings, read from the environment once, like the others (Hermes loads
+    the profile's ``.env`` into it at startup)."""
+
+    def __init__(self) -> None:
+        env = os.environ.get
+        base = (env("SKILL_RETRIEVAL_RERANK_BASE_URL") or env("OPENAI_BASE_URL") or "").strip()
+        self.url = (base or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        self.model = env("SKILL_RETRIEVAL_RERANK_MODEL", "").strip() or "gpt-4o-mini"
+        key = (env("SKILL_RETRIEVAL_RERANK_API_KEY") or env("OPENAI_API_KEY") or "").strip()
+        self.key: Optional[str] = key or None
+        self.top_n = _env_int("SKILL_RETRIEVAL_RERANK_TOP_N", 20)
+        self.timeout = _env_float("SKILL_RETRIEVAL_RERANK_TIMEOUT", 1.5, 0.05, 60.0 + 1e-9)
+
+    @staticmethod
+    def from_env() -> "Optional[_Rerank]":
+        on = os.environ.get("SKILL_RETRIEVAL_RERANK", "").strip().lower() in _RERANK_ON
+        return _Rerank() if on else None
+
+
+_rerank = _Rerank.from_env()
+
+
+def _post(url: str, key: str, body: bytes, timeout: float) -> Tuple[str, Any]:
+    """POSTs ``body``: ``("ok", reply bytes)``, or ``(outcome, detail)`` on failure.
+
+    The whole call (DNS, connect, send, reply) gets ``timeout`` seconds: urllib's own timeout
+    bounds each socket operation, not their sum, nor name resolution, so the call runs on a
+    daemon thread and is abandoned when late (its socket times out on its own). No retry.
+    """
+    # Imported here: with the reranker off, the plugin loads nothing more than before.
+    import urllib.error
+    import urllib.request
+
+    out: List[Tuple[str, Any]] = []
+
+    def call() -> None:
+        req = urllib.request.Request(url, data=body, method="POST", headers={
+            "Content-Type": "application/json", "Authorization": "Bearer " + key})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                out.append(("ok", resp.read(_REPLY_MAX)))
+        except urllib.error.HTTPError as exc:
+            try:
+                text = exc.read(300).decode("utf-8", "replace")
+            except Exception:
+                text = ""
+            out.append(("http_error", "HTTP %d: %s" % (exc.code, text)))
+        except Exception as exc:
+            reason = getattr(exc, "reason", exc)
+            late = isinstance(reason, TimeoutError) or "timed out" in str(reason)
+            out.append(("timeout" if late else "network_error", repr(reason)))
+
+    worker = threading.Thread(target=call, name="skillidx-rerank", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return out[0] if out else ("timeout", "no reply within %gs" % timeout)
+
+
+def _reranked_block(index: Any, message: str, history: Any, session_id: Any) -> Optional[str]:
+    """The turn's block with the reranker on; logs one line, fails open to the engine's order."""
+    r = _rerank
+    assert r is not None
+    hits = index.candidates(
+        message,
+        n=max(r.top_n, _settings.inject_k),
+        min_score_ratio=_settings.min_score_ratio,
+        platform=None,
+        ranking=_settings.ranking,
+        k1=_settings.k1,
+        b=_settings.b,
+        allowed=_allowed_for(session_id),
+    )
+    ordered, outcome, detail, latency, stats = hits, "skipped", None, None, {}
+    if len(hits) < 2:
+        detail = "%d candidate(s)" % len(hits)
+    elif r.key is None:
+        outcome, detail = "no_key", "set SKILL_RETRIEVAL_RERANK_API_KEY or OPENAI_API_KEY"
+    else:
+        started = time.perf_counter()
+        try:
+            body = _native.rerank_request(message, hits, r.model, r.top_n)
+            outcome, reply = _post(r.url, r.key, body, r.timeout)
+            latency = (time.perf_counter() - started) * 1000.0
+            if outcome == "ok":
+                ordered, stats = _native.rerank_apply(reply, hits, r.top_n)
+                outcome, detail = stats["outcome"], stats["detail"]
+            else:
+                detail = reply
+        except Exception as exc:  # a bug here must not cost the turn its skills
+            outcome, detail, ordered = "error", repr(exc), hits
+    if outcome == "ok":
+        _resolved("rerank")
+    elif outcome != "skipped":  # a skipped turn says nothing about the endpoint
+        _problem("rerank", "%s: %s" % (outcome, detail),
+                 "Skill retrieval reranker kept the engine's order: %s")
+    try:
+        _native.rerank_log(
+            _native.rerank_log_path(index.home), outcome, message,
+            [h.id for h in hits], [h.id for h in ordered], _settings.inject_k,
+            latency_ms=latency, session_id=session_id if isinstance(session_id, str) else None,
+            model=r.model if latency is not None else None, detail=detail,
+            unknown=stats.get("unknown", []), tokens=stats.get("tokens"),
+        )
+        _resolved("rerank_log")
+    except Exception as exc:
+        _problem("rerank_log", exc, "Skill retrieval reranker log not written: %s")
+    return _native.format_retrieved_block(ordered[: _settings.inject_k], _shown_earlier(history))
 
 
 # -- registration --------------------------------------------------------------------------
@@ -389,6 +522,10 @@ def register(ctx: Any) -> None:
         globals()["_index"] = None
 
     ctx.register_hook("pre_llm_call", _on_pre_llm_call)
+    if _rerank is not None:
+        logger.info("Skill retrieval reranker on (%s at %s, top %d, timeout %gs%s)", _rerank.model,
+                    _rerank.url, _rerank.top_n, _rerank.timeout,
+                    "" if _rerank.key else "; no API key: the engine's order is kept")
     logger.info(
         "Skill retrieval plugin registered (top_k=%d, compact=%s)",
         _settings.top_k,
