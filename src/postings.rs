@@ -10,7 +10,7 @@
 //! (no per-process copy of document lengths) and fast.
 
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
-use crate::varint::Reader;
+use crate::varint::{self, Reader};
 use serde::{Deserialize, Serialize};
 
 /// One document's entry in a term's postings list.
@@ -35,39 +35,120 @@ pub enum CodecError {
 
 /// Encodes `postings`, which must be sorted by document and free of duplicates.
 pub fn encode(postings: &[Posting]) -> Vec<u8> {
-    let mut masks = [0u32; 1 << FIELD_COUNT];
-    let mut flat: Vec<u32> = Vec::with_capacity(postings.len() * 4);
-    let mut prev = 0u32;
-    for (i, p) in postings.iter().enumerate() {
-        debug_assert!(
-            i == 0 || p.doc > prev,
-            "postings must be strictly ascending"
-        );
-        flat.push(if i == 0 { p.doc } else { p.doc - prev });
-        prev = p.doc;
-        let mask_at = flat.len();
-        flat.push(0);
-        let mut mask = 0u32;
-        for f in Field::ALL {
-            let (tf, len) = p.stats[f as usize];
-            if tf > 0 {
-                mask |= 1 << f as u32;
-                flat.push(tf);
-                flat.push(len);
-            }
-        }
-        flat[mask_at] = mask;
-        masks[mask as usize] += 1;
+    let mut b = Builder::default();
+    for p in postings {
+        b.push(p.doc, &p.stats);
     }
-    let header: Vec<u32> = masks
+    b.finish()
+}
+
+/// A postings list built one entry at a time, held encoded: a few bytes per entry instead
+/// of a [`Posting`] (52 bytes), which is what bounds a full build's memory (millions of
+/// entries at hub scale).
+#[derive(Debug, Default)]
+pub struct Builder {
+    /// The entries' varints, without the header and the length prefix.
+    body: Vec<u8>,
+    /// How many varints `body` holds (postcard's length prefix counts them).
+    values: u64,
+    /// The last document pushed.
+    last: Option<u32>,
+    /// Every entry, once one came out of document order (never, from a sync's apply).
+    unsorted: Option<Vec<Posting>>,
+}
+
+impl Builder {
+    /// Appends one entry. Entries pushed out of order are sorted (and a document pushed
+    /// twice kept once) by [`finish`](Builder::finish).
+    pub fn push(&mut self, doc: u32, stats: &FieldStats) {
+        if let Some(all) = &mut self.unsorted {
+            all.push(Posting { doc, stats: *stats });
+            return;
+        }
+        let delta = match self.last {
+            None => doc,
+            Some(last) if doc > last => doc - last,
+            Some(_) => {
+                let mut all = self.postings();
+                all.push(Posting { doc, stats: *stats });
+                self.unsorted = Some(all);
+                return;
+            }
+        };
+        self.last = Some(doc);
+        varint::write(&mut self.body, u64::from(delta));
+        varint::write(&mut self.body, u64::from(mask_of(stats)));
+        self.values += 2;
+        for (tf, len) in stats.iter().filter(|(tf, _)| *tf > 0) {
+            varint::write(&mut self.body, u64::from(*tf));
+            varint::write(&mut self.body, u64::from(*len));
+            self.values += 2;
+        }
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.last.is_none()
+    }
+
+    /// The entries pushed, in document order.
+    pub fn postings(&self) -> Vec<Posting> {
+        if let Some(all) = &self.unsorted {
+            let mut all = all.clone();
+            all.sort_by_key(|p| p.doc);
+            all.dedup_by_key(|p| p.doc);
+            return all;
+        }
+        let mut out = Vec::new();
+        let mut doc = 0u32;
+        for_each_entry(&self.body, |delta, stats| {
+            doc += delta;
+            out.push(Posting { doc, stats: *stats });
+        });
+        out
+    }
+
+    /// The list's bytes, as [`encode`] writes them.
+    pub fn finish(self) -> Vec<u8> {
+        if self.unsorted.is_some() {
+            return encode(&self.postings());
+        }
+        let mut masks = [0u32; 1 << FIELD_COUNT];
+        for_each_entry(&self.body, |_, stats| masks[mask_of(stats) as usize] += 1);
+        let mut out = Vec::with_capacity(self.body.len() + 16);
+        let pairs = masks.iter().filter(|&&n| n > 0).count();
+        varint::write(&mut out, 2 * pairs as u64);
+        for (m, &n) in masks.iter().enumerate().filter(|(_, &n)| n > 0) {
+            varint::write(&mut out, m as u64);
+            varint::write(&mut out, u64::from(n));
+        }
+        varint::write(&mut out, self.values);
+        out.extend_from_slice(&self.body);
+        out
+    }
+}
+
+/// The fields a posting's term occurs in, as a bit mask.
+fn mask_of(stats: &FieldStats) -> u32 {
+    stats
         .iter()
         .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .flat_map(|(m, &n)| [m as u32, n])
-        .collect();
-    let mut out = postcard::to_allocvec(&header).expect("serializing a Vec<u32> cannot fail");
-    out.extend(postcard::to_allocvec(&flat).expect("serializing a Vec<u32> cannot fail"));
-    out
+        .filter(|(_, (tf, _))| *tf > 0)
+        .fold(0, |m, (f, _)| m | 1 << f)
+}
+
+/// Walks the entries of a body this module wrote: (delta as written, statistics).
+fn for_each_entry(body: &[u8], mut visit: impl FnMut(u32, &FieldStats)) {
+    let mut r = Reader::new(body);
+    while let (Some(delta), Some(mask)) = (r.next_u32(), r.next_u32()) {
+        let mut stats: FieldStats = [(0, 0); FIELD_COUNT];
+        for (f, slot) in stats.iter_mut().enumerate() {
+            if mask & (1 << f) != 0 {
+                *slot = (r.next_u32().unwrap_or(0), r.next_u32().unwrap_or(0));
+            }
+        }
+        visit(delta, &stats);
+    }
 }
 
 /// A list's header: how many entries carry each field mask, and where the entries start.
@@ -204,6 +285,28 @@ mod tests {
         ];
         assert_eq!(decode(&encode(&list)).unwrap(), list);
         assert!(decode(&encode(&[])).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_builder_sorts_entries_pushed_out_of_order() {
+        let list = vec![
+            posting(3, (1, 2), (1, 9)),
+            posting(4, (0, 0), (2, 40)),
+            posting(90, (7, 7), (7, 300)),
+        ];
+        let mut b = Builder::default();
+        for p in [&list[1], &list[2], &list[0], &list[2]] {
+            b.push(p.doc, &p.stats);
+        }
+        assert_eq!(b.postings(), list);
+        assert_eq!(b.finish(), encode(&list));
+        let mut ascending = Builder::default();
+        assert!(ascending.is_empty());
+        for p in &list {
+            ascending.push(p.doc, &p.stats);
+        }
+        assert_eq!(ascending.postings(), list);
+        assert_eq!(decode(&ascending.finish()).unwrap(), list);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::plan::Plan;
 use crate::fields::FIELD_COUNT;
 use crate::forward;
 use crate::offer::{self, PLUGIN_RANK};
-use crate::postings::{self, Posting};
+use crate::postings;
 use crate::skill::Origin;
 use crate::store::records::*;
 use crate::store::{self, decode, decode_head, encode, ProfileTables, Store, StoreError};
@@ -194,8 +194,8 @@ struct Documents<'t> {
     tables: &'t ProfileTables,
     /// Postings to take out, per term.
     remove: FxHashMap<String, FxHashSet<u32>>,
-    /// Postings to put in, per term.
-    add: FxHashMap<String, Vec<Posting>>,
+    /// Postings to put in, per term, held encoded (a full build queues millions).
+    add: FxHashMap<String, postings::Builder>,
 }
 
 impl Documents<'_> {
@@ -508,11 +508,12 @@ impl Documents<'_> {
 
     fn queue_add(&mut self, doc: u32, terms: &[TermEntry]) {
         for (t, stats) in terms {
-            let posting = Posting { doc, stats: *stats };
             match self.add.get_mut(t.as_str()) {
-                Some(list) => list.push(posting),
+                Some(list) => list.push(doc, stats),
                 None => {
-                    self.add.insert(t.clone(), vec![posting]);
+                    let mut list = postings::Builder::default();
+                    list.push(doc, stats);
+                    self.add.insert(t.clone(), list);
                 }
             }
         }
@@ -527,26 +528,39 @@ impl Documents<'_> {
         touched.sort_unstable();
         touched.dedup();
         for term in touched {
-            let mut list = match table.get(term.as_str()).map_err(|e| self.err(e))? {
-                Some(v) => postings::decode(v.value())
-                    .map_err(|e| self.store.bad_record(format!("postings of {term:?}: {e}")))?,
-                None => Vec::new(),
+            let new = self.add.remove(&term);
+            let existing = table
+                .get(term.as_str())
+                .map_err(|e| self.err(e))?
+                .map(|v| v.value().to_vec());
+            let bytes = match (existing, new) {
+                // A new term (every term of a first build): the queued list is the list.
+                (None, Some(new)) => new.finish(),
+                (existing, new) => {
+                    let mut list = match existing {
+                        Some(bytes) => postings::decode(&bytes).map_err(|e| {
+                            self.store.bad_record(format!("postings of {term:?}: {e}"))
+                        })?,
+                        None => Vec::new(),
+                    };
+                    if let Some(gone) = self.remove.get(&term) {
+                        list.retain(|p| !gone.contains(&p.doc));
+                    }
+                    if let Some(new) = new {
+                        list.extend(new.postings());
+                        list.sort_unstable_by_key(|p| p.doc);
+                        list.dedup_by_key(|p| p.doc);
+                    }
+                    if list.is_empty() {
+                        table.remove(term.as_str()).map_err(|e| self.err(e))?;
+                        continue;
+                    }
+                    postings::encode(&list)
+                }
             };
-            if let Some(gone) = self.remove.get(&term) {
-                list.retain(|p| !gone.contains(&p.doc));
-            }
-            if let Some(new) = self.add.remove(&term) {
-                list.extend(new);
-                list.sort_unstable_by_key(|p| p.doc);
-                list.dedup_by_key(|p| p.doc);
-            }
-            if list.is_empty() {
-                table.remove(term.as_str()).map_err(|e| self.err(e))?;
-            } else {
-                table
-                    .insert(term.as_str(), postings::encode(&list).as_slice())
-                    .map_err(|e| self.err(e))?;
-            }
+            table
+                .insert(term.as_str(), bytes.as_slice())
+                .map_err(|e| self.err(e))?;
         }
         self.remove.clear();
         Ok(())
