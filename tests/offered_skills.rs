@@ -102,11 +102,23 @@ fn disabled_by_name_or_folder_equals_an_index_without_them() {
             "query {q}"
         );
     }
-    // Re-enabling takes effect at the next sync, with no file changed.
+    // Re-enabling takes effect at the next sync, with no file changed: the skills go back
+    // into the postings from their stored forward index, with the statistics (field
+    // lengths included) a fresh build gives them.
     with.config("skills:\n  disabled: []\n");
     let r = with.sync();
     assert!(r.committed);
     assert_eq!(all_scores(&with, "yt-dlp", None)[0].0, "download-video");
+    let fresh = Home::new();
+    corpus(&fresh);
+    fresh.sync();
+    for q in ["smart lights", "download a video", "yt-dlp", "git", "hue bridge"] {
+        assert_eq!(
+            all_scores(&with, q, None),
+            all_scores(&fresh, q, None),
+            "query {q}"
+        );
+    }
 }
 
 #[test]
