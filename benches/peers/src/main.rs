@@ -16,10 +16,18 @@
 //!
 //! ```text
 //! skillidx-peers tantivy-build HOME INDEX_DIR
+//! skillidx-peers tantivy-build-fields HOME INDEX_DIR
 //! skillidx-peers tantivy-search INDEX_DIR QUERY
 //! skillidx-peers latency (skillidx DB | skillidx-seed DB | tantivy INDEX_DIR) QUERIES_JSON [ITERS]
 //! skillidx-peers freshness HOME [ITERS]
 //! ```
+//!
+//! `tantivy-build-fields` is the like-for-like build for size, time and memory: the same
+//! documents under all six of skillidx's fields ([`skillidx::analyze::field_texts`]: name,
+//! description, keywords, category, the body's first 3,000 characters, and the seed
+//! document), the seed field with the plain tokenizer and the others with the default
+//! analyzer, frequencies indexed, id and description stored — what skillidx's index holds
+//! for its default ranking. `tantivy-build` indexes the seed document alone.
 //!
 //! Every command prints one JSON object on stdout (`tantivy-search` prints the hits).
 
@@ -46,6 +54,8 @@ use tantivy::{doc, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, 
 const K: usize = 6;
 /// The name under which skillidx's tokenizer is registered with tantivy.
 const TOKENIZER: &str = "skillidx";
+/// The name under which skillidx's default analyzer is registered with tantivy.
+const ANALYZER: &str = "skillidx-analyzed";
 
 fn main() {
     if let Err(e) = run(std::env::args().skip(1).collect()) {
@@ -69,6 +79,9 @@ fn run(args: Vec<String>) -> Result<()> {
         "tantivy-build" => {
             tantivy_build(Path::new(arg(1, "HOME")?), Path::new(arg(2, "INDEX_DIR")?))?
         }
+        "tantivy-build-fields" => {
+            tantivy_build_fields(Path::new(arg(1, "HOME")?), Path::new(arg(2, "INDEX_DIR")?))?
+        }
         "tantivy-search" => {
             let engine = Tantivy::open(Path::new(arg(1, "INDEX_DIR")?))?;
             let hits = engine.search(arg(2, "QUERY")?)?;
@@ -90,10 +103,13 @@ fn run(args: Vec<String>) -> Result<()> {
     Ok(())
 }
 
-/// skillidx's tokenizer as a tantivy tokenizer: the same terms, in order. Offsets are not
-/// kept (positions are not indexed; only frequencies are).
+/// skillidx's tokenizer (or, `analyzed`, its default analyzer) as a tantivy tokenizer: the
+/// same terms, in order. Offsets are not kept (positions are not indexed; only frequencies
+/// are).
 #[derive(Clone, Default)]
-struct SkillidxTokenizer;
+struct SkillidxTokenizer {
+    analyzed: bool,
+}
 
 /// The terms of one text.
 struct Terms {
@@ -106,13 +122,18 @@ impl Tokenizer for SkillidxTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Terms {
         let mut tokens = Vec::new();
-        skillidx::tokenize::tokenize_with(text, |t| {
+        let mut emit = |t: &str| {
             tokens.push(Token {
                 position: tokens.len(),
                 text: t.to_owned(),
                 ..Token::default()
             })
-        });
+        };
+        if self.analyzed {
+            skillidx::tokenize::analyze_with(text, &mut emit);
+        } else {
+            skillidx::tokenize::tokenize_with(text, &mut emit);
+        }
         Terms { tokens, at: 0 }
     }
 }
@@ -161,8 +182,8 @@ fn schema() -> (Schema, Fields) {
     )
 }
 
-/// The documents skillidx offers for `home`'s default profile: (id, description, seed text).
-fn documents(home: &Path) -> Result<Vec<(String, String, String)>> {
+/// The skills skillidx offers for `home`'s default profile.
+fn offered_skills(home: &Path) -> Result<Vec<skill::Skill>> {
     let cfg = HermesConfig::load(home).unwrap_or_default();
     // No folder cache, as in a first sync: every folder is listed, so the time the listings
     // are stamped with (for the next scan's cache) is never read.
@@ -187,6 +208,13 @@ fn documents(home: &Path) -> Result<Vec<(String, String, String)>> {
         .into_iter()
         .flatten()
         .filter(|s| s.runs_on(os) && seen.insert(s.id.clone()))
+        .collect())
+}
+
+/// The documents skillidx offers for `home`'s default profile: (id, description, seed text).
+fn documents(home: &Path) -> Result<Vec<(String, String, String)>> {
+    Ok(offered_skills(home)?
+        .into_iter()
         .map(|s| {
             let text = s.seed_text();
             (s.id, s.description, text)
@@ -208,7 +236,9 @@ fn tantivy_build(home: &Path, dir: &Path) -> Result<Value> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let (schema, f) = schema();
     let index = Index::create_in_dir(dir, schema)?;
-    index.tokenizers().register(TOKENIZER, SkillidxTokenizer);
+    index
+        .tokenizers()
+        .register(TOKENIZER, SkillidxTokenizer::default());
     let mut writer: tantivy::IndexWriter = index.writer(100_000_000)?;
     for (id, description, text) in &docs {
         writer.add_document(doc!(
@@ -229,6 +259,65 @@ fn tantivy_build(home: &Path, dir: &Path) -> Result<Value> {
     }))
 }
 
+/// The like-for-like build: every document under skillidx's six fields.
+fn tantivy_build_fields(home: &Path, dir: &Path) -> Result<Value> {
+    let t0 = Instant::now();
+    let skills = offered_skills(home)?;
+    let parsed = t0.elapsed();
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut b = Schema::builder();
+    let indexed = |tokenizer: &str| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(tokenizer)
+                .set_index_option(IndexRecordOption::WithFreqs),
+        )
+    };
+    let fields: Vec<(skillidx::fields::Field, Field)> = skillidx::fields::Field::ALL
+        .iter()
+        .map(|&f| {
+            let tokenizer = if f == skillidx::fields::Field::Seed {
+                TOKENIZER
+            } else {
+                ANALYZER
+            };
+            (f, b.add_text_field(f.as_str(), indexed(tokenizer)))
+        })
+        .collect();
+    let id = b.add_text_field("id", STORED);
+    let description = b.add_text_field("stored_description", STORED);
+    let index = Index::create_in_dir(dir, b.build())?;
+    index
+        .tokenizers()
+        .register(TOKENIZER, SkillidxTokenizer::default());
+    index
+        .tokenizers()
+        .register(ANALYZER, SkillidxTokenizer { analyzed: true });
+    let mut writer: tantivy::IndexWriter = index.writer(100_000_000)?;
+    for s in &skills {
+        let mut d = TantivyDocument::default();
+        for ((_, text), (_, field)) in skillidx::analyze::field_texts(s).iter().zip(&fields) {
+            d.add_text(*field, text);
+        }
+        d.add_text(id, &s.id);
+        d.add_text(description, &s.description);
+        writer.add_document(d)?;
+    }
+    writer.commit()?;
+    writer.wait_merging_threads()?;
+    let total = t0.elapsed();
+    Ok(json!({
+        "engine": "tantivy-fields",
+        "docs": skills.len(),
+        "build_ms": ms(total),
+        "parse_ms": ms(parsed),
+        "index_ms": ms(total - parsed),
+    }))
+}
+
 /// An open tantivy index.
 struct Tantivy {
     _reader: IndexReader,
@@ -240,7 +329,9 @@ impl Tantivy {
     fn open(dir: &Path) -> Result<Tantivy> {
         let index =
             Index::open_in_dir(dir).with_context(|| format!("opening {}", dir.display()))?;
-        index.tokenizers().register(TOKENIZER, SkillidxTokenizer);
+        index
+            .tokenizers()
+            .register(TOKENIZER, SkillidxTokenizer::default());
         let schema = index.schema();
         let field = |name: &str| {
             schema
