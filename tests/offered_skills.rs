@@ -112,7 +112,13 @@ fn disabled_by_name_or_folder_equals_an_index_without_them() {
     let fresh = Home::new();
     corpus(&fresh);
     fresh.sync();
-    for q in ["smart lights", "download a video", "yt-dlp", "git", "hue bridge"] {
+    for q in [
+        "smart lights",
+        "download a video",
+        "yt-dlp",
+        "git",
+        "hue bridge",
+    ] {
         assert_eq!(
             all_scores(&with, q, None),
             all_scores(&fresh, q, None),
