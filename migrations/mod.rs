@@ -69,6 +69,20 @@ pub fn upgrade(store: &Store, found: u64) -> Result<()> {
     }
 }
 
+/// The names of the profiles in `store` (the `skillidx.profiles` keys, the same in every
+/// schema), for a step to migrate each.
+pub(crate) fn profiles(store: &Store, txn: &redb::WriteTransaction) -> Result<Vec<String>> {
+    use redb::ReadableTable;
+    let table = txn
+        .open_table(crate::store::PROFILES)
+        .map_err(|e| store.err(e))?;
+    let mut names = Vec::new();
+    for row in table.iter().map_err(|e| store.err(e))? {
+        names.push(row.map_err(|e| store.err(e))?.0.value().to_owned());
+    }
+    Ok(names)
+}
+
 fn io(store: &Store, source: std::io::Error) -> StoreError {
     StoreError::Io {
         path: store.path().to_owned(),

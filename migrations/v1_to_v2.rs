@@ -14,22 +14,14 @@ use super::schema_v2::{
 };
 use crate::fields::Field;
 use crate::postings::{self, Posting};
-use crate::store::{decode, encode, ProfileTables, Result, Store, PROFILES};
+use crate::store::{decode, encode, ProfileTables, Result, Store};
 use crate::tokenize::analyze;
 use redb::{ReadableTable, WriteTransaction};
 use std::collections::BTreeMap;
 
 /// Re-analyses every profile of `store` inside `txn`.
 pub fn migrate(store: &Store, txn: &WriteTransaction) -> Result<()> {
-    let profiles: Vec<String> = {
-        let table = txn.open_table(PROFILES).map_err(|e| store.err(e))?;
-        let mut names = Vec::new();
-        for row in table.iter().map_err(|e| store.err(e))? {
-            names.push(row.map_err(|e| store.err(e))?.0.value().to_owned());
-        }
-        names
-    };
-    for profile in profiles {
+    for profile in super::profiles(store, txn)? {
         migrate_profile(store, txn, &ProfileTables::new(&profile))?;
     }
     Ok(())

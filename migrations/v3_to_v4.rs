@@ -8,20 +8,12 @@
 
 use super::schema_v2 as v3;
 use crate::forward;
-use crate::store::{decode, ProfileTables, Result, Store, PROFILES};
+use crate::store::{decode, ProfileTables, Result, Store};
 use redb::{ReadableTable, WriteTransaction};
 
 /// Brings every profile of `store` to schema 4 inside `txn`.
 pub fn migrate(store: &Store, txn: &WriteTransaction) -> Result<()> {
-    let profiles: Vec<String> = {
-        let table = txn.open_table(PROFILES).map_err(|e| store.err(e))?;
-        let mut names = Vec::new();
-        for row in table.iter().map_err(|e| store.err(e))? {
-            names.push(row.map_err(|e| store.err(e))?.0.value().to_owned());
-        }
-        names
-    };
-    for profile in profiles {
+    for profile in super::profiles(store, txn)? {
         let tables = ProfileTables::new(&profile);
         let mut table = txn.open_table(tables.terms()).map_err(|e| store.err(e))?;
         let mut rows: Vec<(u32, Vec<u8>)> = Vec::new();

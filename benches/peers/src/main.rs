@@ -222,6 +222,14 @@ fn documents(home: &Path) -> Result<Vec<(String, String, String)>> {
         .collect())
 }
 
+/// Makes `dir` an empty folder.
+fn empty_dir(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -230,10 +238,7 @@ fn tantivy_build(home: &Path, dir: &Path) -> Result<Value> {
     let t0 = Instant::now();
     let docs = documents(home)?;
     let parsed = t0.elapsed();
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    empty_dir(dir)?;
     let (schema, f) = schema();
     let index = Index::create_in_dir(dir, schema)?;
     index
@@ -264,10 +269,7 @@ fn tantivy_build_fields(home: &Path, dir: &Path) -> Result<Value> {
     let t0 = Instant::now();
     let skills = offered_skills(home)?;
     let parsed = t0.elapsed();
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    empty_dir(dir)?;
     let mut b = Schema::builder();
     let indexed = |tokenizer: &str| {
         TextOptions::default().set_indexing_options(
