@@ -215,6 +215,14 @@ fn hybrid(model: &Arc<Model>, floor: bool) -> SearchOptions {
 fn hybrid_ranking_reaches_across_languages_but_not_past_the_gates() {
     let Some(model) = model() else { return };
     let Some((h, _)) = real_home() else { return };
+    // One stage across index states. Its decoded vectors are built from an index with
+    // vectors; then a skill is added by a sync without the model (no vector for it), then a
+    // sync with the model writes only its vector (the generation does not move). The stage
+    // must follow each state.
+    let query = "港の満潮は何時ですか"; // "when is high tide at the port?"
+    sync_semantic(&h, &model);
+    let stage = hybrid(&model, true);
+    h.search_with(query, &stage);
     // A skill written to be found by meaning only, and one that is disabled.
     h.skill(
         "misc/tide-tables",
@@ -227,10 +235,23 @@ fn hybrid_ranking_reaches_across_languages_but_not_past_the_gates() {
         "Look up high and low tide times for a coastal harbour, secretly",
     );
     h.config("skills:\n  disabled: [tide-secret]\n");
-    sync_semantic(&h, &model);
+    assert_eq!(h.sync().added, 2);
+    let before = h.search_with(query, &stage);
+    assert!(
+        before.iter().all(|(id, _)| id != "tide-tables"),
+        "{before:?}"
+    );
+    let r = sync_semantic(&h, &model);
+    assert!(r.committed && r.embedded == 2 && r.added == 0, "{r:?}");
+    assert_eq!(
+        h.search_with(query, &stage)
+            .first()
+            .map(|(id, _)| id.clone()),
+        Some("tide-tables".to_owned()),
+        "a stage used before the vector was written sees it after"
+    );
 
-    // Japanese for "when is high tide at the port?": no shared term with any skill.
-    let query = "港の満潮は何時ですか";
+    // The Japanese request shares no term with any skill.
     let lexical = h.search_with(
         query,
         &SearchOptions {

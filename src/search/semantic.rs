@@ -18,7 +18,7 @@ use super::{Ranking, SearchOptions, Snapshot, View};
 use crate::semantic::{self, Model, DIM};
 use crate::store::records::{EntryState, ManifestEntry};
 use crate::store::{decode, StoreError};
-use redb::ReadableTable;
+use redb::{ReadableTable, ReadableTableMetadata};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
@@ -42,11 +42,28 @@ pub const MAX_QUERY_CHARS: usize = 2_000;
 /// Query embeddings kept per stage (a cache for `eval` and repeated turns).
 const CACHE: usize = 4_096;
 
-/// The model as queries use it: shared, with the embeddings of recent queries kept.
+/// The model as queries use it: shared, with the embeddings of recent queries kept, and the
+/// decoded vectors of the last index state queried.
 #[derive(Debug, Clone)]
 pub struct SemanticStage {
     model: Arc<Model>,
     cache: Arc<Mutex<FxHashMap<String, Arc<[f32; DIM]>>>>,
+    matrix: Arc<Mutex<Option<Arc<Matrix>>>>,
+}
+
+/// Which index state a [`Matrix`] was read from: the file, the profile, its generation (moved
+/// by every commit that changes the manifest) and the number of rows of the vectors table
+/// (moved by a commit that only adds or drops vectors). Vectors of another model are never
+/// read into one (see `Snapshot::cosines`).
+type MatrixKey = (std::path::PathBuf, String, u64, u64);
+
+/// Every stored vector of an indexed document, decoded once per index state: a query then
+/// scores them without reading the manifest or the vectors table again.
+#[derive(Debug)]
+pub(super) struct Matrix {
+    key: MatrixKey,
+    docs: Vec<u32>,
+    rows: Vec<[i8; DIM]>,
 }
 
 impl SemanticStage {
@@ -55,6 +72,7 @@ impl SemanticStage {
         SemanticStage {
             model,
             cache: Arc::default(),
+            matrix: Arc::default(),
         }
     }
 
@@ -168,7 +186,7 @@ pub(super) fn fuse(
         scores
     };
     let q = stage.embed_query(query);
-    let cosines = snap.cosines(&q, stage.model().fingerprint(), &view.hidden)?;
+    let cosines = snap.cosines(&q, stage, &view.hidden)?;
     let admitted = |d: u32| {
         passed.contains(&d)
             || (open_door
@@ -234,11 +252,11 @@ pub(super) fn fuse(
 impl Snapshot<'_> {
     /// The cosine of `query` and every stored vector of an indexed document that the
     /// session does not hide; none when the vectors were made by another model than the
-    /// one with `fingerprint` (the next sync with it makes them again).
+    /// stage's (the next sync with it makes them again).
     fn cosines(
         &self,
         query: &[f32; DIM],
-        fingerprint: &str,
+        stage: &SemanticStage,
         hidden: &FxHashSet<u32>,
     ) -> Result<FxHashMap<u32, f32>, StoreError> {
         let mut out = FxHashMap::default();
@@ -248,21 +266,60 @@ impl Snapshot<'_> {
         let made_by = vectors
             .get(crate::sync::embed::MODEL_KEY)
             .map_err(|e| self.store.err(e))?;
-        if made_by.is_none_or(|v| v.value() != fingerprint.as_bytes()) {
+        if made_by.is_none_or(|v| v.value() != stage.model().fingerprint().as_bytes()) {
             return Ok(out);
         }
-        // Join the manifest (hash → documents) with the vectors in one ordered pass each.
+        let key: MatrixKey = (
+            self.store.path().to_owned(),
+            self.profile.clone(),
+            self.stats.generation,
+            vectors.len().map_err(|e| self.store.err(e))?,
+        );
+        let cached = stage
+            .matrix
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .filter(|m| m.key == key);
+        let matrix = match cached {
+            Some(m) => m,
+            None => {
+                let m = Arc::new(self.read_matrix(manifest, vectors, key)?);
+                *stage.matrix.lock().unwrap_or_else(|p| p.into_inner()) = Some(m.clone());
+                m
+            }
+        };
+        out.reserve(matrix.docs.len());
+        for (&d, row) in matrix.docs.iter().zip(&matrix.rows) {
+            if !hidden.contains(&d) {
+                out.insert(d, semantic::cosine_f32_i8(query, row));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Decodes every stored vector of an indexed document: a merge join of the manifest
+    /// (hash → documents) and the vectors table, both in hash order.
+    fn read_matrix(
+        &self,
+        manifest: &redb::ReadOnlyTable<&'static str, &'static [u8]>,
+        vectors: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+        key: MatrixKey,
+    ) -> Result<Matrix, StoreError> {
         let mut docs: Vec<([u8; 32], u32)> = Vec::new();
         for row in manifest.iter().map_err(|e| self.store.err(e))? {
             let (_, v) = row.map_err(|e| self.store.err(e))?;
             let e: ManifestEntry = decode(self.store, v.value(), "manifest entry")?;
             if let EntryState::Indexed(d) = e.state {
-                if !hidden.contains(&d) {
-                    docs.push((e.hash, d));
-                }
+                docs.push((e.hash, d));
             }
         }
         docs.sort_unstable();
+        let mut matrix = Matrix {
+            key,
+            docs: Vec::new(),
+            rows: Vec::new(),
+        };
         let mut at = 0;
         for row in vectors.iter().map_err(|e| self.store.err(e))? {
             if at == docs.len() {
@@ -278,13 +335,12 @@ impl Snapshot<'_> {
             let Some(stored) = crate::sync::embed::vector_of(v.value()) else {
                 continue;
             };
-            let mut cos = None;
             while at < docs.len() && docs[at].0 == hash {
-                let c = *cos.get_or_insert_with(|| semantic::cosine_f32_i8(query, &stored));
-                out.insert(docs[at].1, c);
+                matrix.docs.push(docs[at].1);
+                matrix.rows.push(stored);
                 at += 1;
             }
         }
-        Ok(out)
+        Ok(matrix)
     }
 }
