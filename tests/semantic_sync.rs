@@ -200,6 +200,13 @@ fn sync_embeds_only_what_lacks_a_vector_and_drops_the_stale() {
         ..Default::default()
     });
     assert_eq!(r.embedded, 0);
+
+    // A profile dropped from the index (its folder gone) loses its vectors too.
+    skillidx::Index::open_writable(&h.db())
+        .unwrap()
+        .drop_profile("default")
+        .unwrap();
+    assert_eq!(stored(&h), (BTreeSet::new(), None));
 }
 
 fn hybrid(model: &Arc<Model>, floor: bool) -> SearchOptions {
