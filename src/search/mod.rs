@@ -31,6 +31,8 @@ mod plan;
 mod proximity;
 mod rank;
 mod score;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 mod stopwords;
 
 pub use chitchat::{is_cjk_chit_chat, strip_pleasantries, PLEASANTRIES};
@@ -109,6 +111,10 @@ pub struct Ingredients {
     /// Reward query term pairs found in the same order, close together, in a hit's name or
     /// description.
     pub proximity: bool,
+    /// Re-rank with the semantic model, when the search has one
+    /// ([`SearchOptions::semantic`]).
+    #[cfg(feature = "semantic")]
+    pub semantic: bool,
     /// The tunable weights of the ingredients above.
     pub weights: Weights,
 }
@@ -122,6 +128,12 @@ pub struct Weights {
     pub cjk_coverage: f64,
     /// The relevance floor for CJK terms, in units of `ln(1 + N)` ([`FLOOR_CJK`]).
     pub floor_cjk: f64,
+    /// The semantic stage's BM25 share `w` (1: BM25 alone).
+    #[cfg(feature = "semantic")]
+    pub semantic: f64,
+    /// The cosine a dense candidate needs where floors apply (above 1: no dense candidate).
+    #[cfg(feature = "semantic")]
+    pub dense_floor: f64,
 }
 
 impl Default for Weights {
@@ -130,6 +142,10 @@ impl Default for Weights {
             proximity: proximity::DEFAULT_PROXIMITY,
             cjk_coverage: chitchat::DEFAULT_CJK_COVERAGE,
             floor_cjk: rank::FLOOR_CJK,
+            #[cfg(feature = "semantic")]
+            semantic: semantic::DEFAULT_SEMANTIC,
+            #[cfg(feature = "semantic")]
+            dense_floor: semantic::DEFAULT_DENSE_FLOOR,
         }
     }
 }
@@ -144,9 +160,23 @@ impl Weights {
         ]
     }
 
+    /// The semantic stage's weights and the grids cross-validation chooses them from
+    /// (their first points together are the lexical ranking).
+    #[cfg(feature = "semantic")]
+    pub fn semantic_grid() -> Vec<(&'static str, Vec<f64>)> {
+        vec![
+            ("semantic", semantic::SEMANTIC_GRID.to_vec()),
+            ("dense-floor", semantic::DENSE_FLOOR_GRID.to_vec()),
+        ]
+    }
+
     /// Sets the weight named `name` (as in [`Weights::grid`]).
     pub fn set(&mut self, name: &str, value: f64) -> Result<(), String> {
         match name {
+            #[cfg(feature = "semantic")]
+            "semantic" => self.semantic = value,
+            #[cfg(feature = "semantic")]
+            "dense-floor" => self.dense_floor = value,
             "proximity" => self.proximity = value,
             "cjk-coverage" => self.cjk_coverage = value,
             "floor-cjk" => self.floor_cjk = value,
@@ -168,6 +198,8 @@ impl Default for Ingredients {
             cjk_pleasantries: true,
             cjk_coverage: true,
             proximity: true,
+            #[cfg(feature = "semantic")]
+            semantic: true,
             weights: Weights::default(),
         }
     }
@@ -186,6 +218,8 @@ impl Ingredients {
             "cjk-pleasantries" => self.cjk_pleasantries = false,
             "cjk-coverage" => self.cjk_coverage = false,
             "proximity" => self.proximity = false,
+            #[cfg(feature = "semantic")]
+            "semantic" => self.semantic = false,
             other => {
                 return Err(format!(
                     "unknown ingredient {other:?} (one of {})",
@@ -244,6 +278,10 @@ pub struct SearchOptions {
     /// query. On for what is injected into a turn (the plugin, `eval`); off for an explicit
     /// search, where a weak match on a rare word (`zanzibar`) is still an answer.
     pub floor: bool,
+    /// The semantic model: when set (and the `semantic` ingredient is on), the default
+    /// ranking re-ranks its candidates with it (see [`semantic`]).
+    #[cfg(feature = "semantic")]
+    pub semantic: Option<semantic::SemanticStage>,
 }
 
 impl Default for SearchOptions {
@@ -256,6 +294,8 @@ impl Default for SearchOptions {
             ranking: Ranking::default(),
             ingredients: Ingredients::default(),
             floor: false,
+            #[cfg(feature = "semantic")]
+            semantic: None,
         }
     }
 }
@@ -285,6 +325,10 @@ pub struct Snapshot<'s> {
     stats: CorpusStats,
     rules: OfferRules,
     profile: String,
+    #[cfg(feature = "semantic")]
+    manifest: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
+    #[cfg(feature = "semantic")]
+    vectors: Option<ReadOnlyTable<&'static [u8], &'static [u8]>>,
 }
 
 /// A skill offered in a session, as `<available_skills>` lists it.
@@ -338,6 +382,14 @@ impl<'s> Snapshot<'s> {
             stats,
             rules,
             profile: profile.to_owned(),
+            #[cfg(feature = "semantic")]
+            manifest: open_or_none(store, txn, tables.manifest())?,
+            #[cfg(feature = "semantic")]
+            vectors: open_or_none(
+                store,
+                txn,
+                crate::sync::embed::table(&crate::sync::embed::table_name(profile)),
+            )?,
         })
     }
 
@@ -458,9 +510,32 @@ impl<'s> Snapshot<'s> {
         Ok(View { hidden, n, avg })
     }
 
-    /// Every step but the last: view, plan, score, floor. Search and explain share it, so
-    /// an explanation's total and rank are those of the search.
+    /// Every step but the last: view, plan, score, floor, and the semantic stage when it
+    /// runs. Search uses it.
     fn score_all(&self, query: &str, opts: &SearchOptions) -> Result<Scored, StoreError> {
+        let (scores, plan, view) = self.score_lexical(query, opts)?;
+        #[cfg(feature = "semantic")]
+        let (scores, _) = semantic::fuse(self, query, &plan, &view, opts, scores)?;
+        Ok((scores, plan, view))
+    }
+
+    /// The lexical scores of every document without the relevance floor, for the semantic
+    /// stage's candidates (a paraphrase's skill often scores under the floor).
+    #[cfg(feature = "semantic")]
+    fn score_unfloored(
+        &self,
+        query: &str,
+        opts: &SearchOptions,
+    ) -> Result<Vec<(u32, f64)>, StoreError> {
+        let mut o = opts.clone();
+        o.floor = false;
+        o.semantic = None;
+        Ok(self.score_lexical(query, &o)?.0)
+    }
+
+    /// The lexical steps: view, plan, score, floor. Search and explain share them, so an
+    /// explanation's total and rank are those of the search.
+    fn score_lexical(&self, query: &str, opts: &SearchOptions) -> Result<Scored, StoreError> {
         let view = self.view(opts)?;
         if view.n == 0 {
             return Ok((Vec::new(), Plan::default(), view));

