@@ -257,12 +257,14 @@ fn postings_of(
             }
             df += 1;
             meta_df += u32::from(mask & meta_fields != 0);
-            flat.extend([doc, mask]);
+            flat.push(doc);
+            flat.push(mask);
             let mut bits = mask & fields;
             while bits != 0 {
                 let (tf, len) = stats[bits.trailing_zeros() as usize];
                 bits &= bits - 1;
-                flat.extend([tf, len]);
+                flat.push(tf);
+                flat.push(len);
             }
         })
         .map_err(bad)?;

@@ -82,7 +82,7 @@ pub(super) fn boost(
     let possible =
         pairs_possible(plan, view, &pairs, &docs).map_err(|e| snap.store.bad_record(e))?;
     for ((doc, score), possible) in candidates.iter_mut().zip(possible) {
-        if !possible {
+        if possible == 0 {
             // No pair can be in order there: it gains nothing (`+= 0.0` would leave the
             // score as it is), so its record is neither read nor analysed.
             continue;
@@ -90,7 +90,19 @@ pub(super) fn boost(
         let Some((head, body)) = snap.doc(*doc)? else {
             continue;
         };
-        let fields = [analyze(&head.name), analyze(&body.description)];
+        // A field that holds both terms of no pair has no pair in order: left unanalysed
+        // (as no terms), it changes nothing.
+        let analyze_if = |field: Field, text: &str| {
+            if possible & 1 << field as u32 != 0 {
+                analyze(text)
+            } else {
+                Vec::new()
+            }
+        };
+        let fields = [
+            analyze_if(Field::Name, &head.name),
+            analyze_if(Field::Description, &body.description),
+        ];
         let got: f64 = pairs
             .iter()
             .filter(|(a, b, _)| fields.iter().any(|f| ordered(f, a, b)))
@@ -104,17 +116,18 @@ pub(super) fn boost(
 /// The name and description fields, as a mask.
 const NAME_OR_DESCRIPTION: u32 = 1 << Field::Name as u32 | 1 << Field::Description as u32;
 
-/// For each of `docs`, whether the name or the description holds both terms of some pair,
-/// as the postings' field masks say. Those fields are indexed with the analyzer that
+/// For each of `docs`, the fields among the name and the description (as a mask) that hold
+/// both terms of some pair, as the postings' field masks say. Those fields are indexed with the analyzer that
 /// [`boost`] applies to the record, so a pair in order in a field needs both of its terms
-/// in that field's postings: a document this says `false` for scores no pair, and reading
-/// and analysing its record can be skipped without changing any score.
+/// in that field's postings: a field this leaves out has no pair in order, and
+/// reading and analysing it (or the whole record, for an empty mask) can be skipped without
+/// changing any score.
 fn pairs_possible(
     plan: &Plan,
     view: &View,
     pairs: &[(String, String, f64)],
     docs: &[u32],
-) -> Result<Vec<bool>, String> {
+) -> Result<Vec<u32>, String> {
     let mut terms: Vec<&str> = pairs
         .iter()
         .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
@@ -140,7 +153,7 @@ fn pairs_possible(
             let row = &masks[i * terms.len()..(i + 1) * terms.len()];
             pairs
                 .iter()
-                .any(|(a, b, _)| row[index(a)] & row[index(b)] != 0)
+                .fold(0, |m, (a, b, _)| m | row[index(a)] & row[index(b)])
         })
         .collect())
 }
