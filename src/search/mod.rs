@@ -320,6 +320,7 @@ pub struct Hit {
 /// A read snapshot of one profile, open for queries.
 pub struct Snapshot<'s> {
     store: &'s Store,
+    txn: &'s ReadTransaction,
     postings: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
     docs: Option<ReadOnlyTable<u32, &'static [u8]>>,
     stats: CorpusStats,
@@ -349,8 +350,21 @@ pub struct Offered {
 /// without them.
 struct View {
     hidden: FxHashSet<u32>,
+    /// `hidden` as a bitset by document, so that the postings walk tests a bit instead of
+    /// hashing every posting.
+    hidden_bits: Vec<u64>,
     n: u32,
     avg: [f64; crate::fields::FIELD_COUNT],
+}
+
+impl View {
+    /// Whether document `doc` is hidden in the query's session.
+    #[inline]
+    fn is_hidden(&self, doc: u32) -> bool {
+        self.hidden_bits
+            .get(doc as usize / 64)
+            .is_some_and(|w| w >> (doc % 64) & 1 != 0)
+    }
 }
 
 /// Every document's score (above the floor), the plan that produced them, and the view.
@@ -360,7 +374,7 @@ impl<'s> Snapshot<'s> {
     /// Opens the tables of `profile` in `txn`.
     pub fn open(
         store: &'s Store,
-        txn: &ReadTransaction,
+        txn: &'s ReadTransaction,
         profile: &str,
     ) -> Result<Self, StoreError> {
         let tables = ProfileTables::new(profile);
@@ -377,6 +391,7 @@ impl<'s> Snapshot<'s> {
         }
         Ok(Snapshot {
             store,
+            txn,
             postings,
             docs,
             stats,
@@ -450,21 +465,30 @@ impl<'s> Snapshot<'s> {
     pub fn session(&self, opts: &SearchOptions) -> Result<Session, StoreError> {
         let mut session = match &opts.session {
             Some(s) => s.clone(),
-            None => {
-                let home = self
-                    .store
-                    .profiles()?
-                    .into_iter()
-                    .find(|(n, _)| *n == self.profile)
-                    .map(|(_, i)| std::path::PathBuf::from(i.home))
-                    .unwrap_or_default();
-                Session::detect(&home)
-            }
+            None => Session::detect(&self.profile_home()?),
         };
         if let Some(p) = &opts.platform {
             session.platform = Some(p.clone());
         }
         Ok(session)
+    }
+
+    /// The home the profile was synced from (empty when unknown), read in this snapshot's
+    /// transaction: a query without a session needs it, and opening a second transaction
+    /// to list every profile cost more than the rest of a short query's setup.
+    fn profile_home(&self) -> Result<std::path::PathBuf, StoreError> {
+        let Some(table) = open_or_none(self.store, self.txn, crate::store::PROFILES)? else {
+            return Ok(std::path::PathBuf::new());
+        };
+        let Some(v) = table
+            .get(self.profile.as_str())
+            .map_err(|e| self.store.err(e))?
+        else {
+            return Ok(std::path::PathBuf::new());
+        };
+        let info: crate::store::records::ProfileInfo =
+            decode(self.store, v.value(), "profile info")?;
+        Ok(std::path::PathBuf::from(info.home))
     }
 
     /// The documents hidden in `session`: never offered ones are not in the postings; these
@@ -507,7 +531,20 @@ impl<'s> Snapshot<'s> {
             }
         }
         let avg = sums.map(|s| if n == 0 { 0.0 } else { s as f64 / f64::from(n) });
-        Ok(View { hidden, n, avg })
+        let mut hidden_bits = Vec::new();
+        for &d in &hidden {
+            let word = d as usize / 64;
+            if word >= hidden_bits.len() {
+                hidden_bits.resize(word + 1, 0u64);
+            }
+            hidden_bits[word] |= 1 << (d % 64);
+        }
+        Ok(View {
+            hidden,
+            hidden_bits,
+            n,
+            avg,
+        })
     }
 
     /// Every step but the last: view, plan, score, floor, and the semantic stage when it
@@ -545,7 +582,7 @@ impl<'s> Snapshot<'s> {
         let scores = score::score_all(self, &plan, &view, opts, floor)?;
         let scores = chitchat::cover(query, &plan, &view, opts, scores)
             .map_err(|e| self.store.bad_record(e))?;
-        let scores = proximity::boost(self, query, &plan, opts, scores)?;
+        let scores = proximity::boost(self, query, &plan, &view, opts, scores)?;
         Ok((scores, plan, view))
     }
 }

@@ -81,6 +81,10 @@ pub(super) struct TermList {
     pub(super) df: u32,
     /// Of those, the documents with the term in a metadata field.
     meta_df: u32,
+    /// When the session hides documents, the counted postings, decoded while counting
+    /// them so that scoring does not decode the list a second time: per posting, the
+    /// document, its field mask, then (frequency, length) for each counted field in it.
+    decoded: Option<Vec<u32>>,
 }
 
 impl TermList {
@@ -90,15 +94,39 @@ impl TermList {
         view: &View,
         mut f: impl FnMut(u32, u32, &FieldStats),
     ) -> Result<(), String> {
+        if let Some(flat) = &self.decoded {
+            visit_decoded(flat, self.fields, f);
+            return Ok(());
+        }
         if self.bytes.is_empty() {
             return Ok(());
         }
         postings::decode_masked(&self.bytes, |doc, mask, stats| {
-            if mask & self.fields != 0 && (view.hidden.is_empty() || !view.hidden.contains(&doc)) {
+            if mask & self.fields != 0 && !view.is_hidden(doc) {
                 f(doc, mask, stats);
             }
         })
         .map_err(|e| format!("postings of {:?}: {e}", self.term))
+    }
+}
+
+/// Calls `f` with every posting of `flat`, as [`postings_of`] decodes it: the statistics
+/// of the fields outside `fields` are zero there, as nothing reads them.
+fn visit_decoded(flat: &[u32], fields: u32, mut f: impl FnMut(u32, u32, &FieldStats)) {
+    let mut i = 0;
+    while let [doc, mask, ..] = flat[i..] {
+        i += 2;
+        let mut stats: FieldStats = [(0, 0); crate::fields::FIELD_COUNT];
+        let mut bits = mask & fields;
+        while bits != 0 {
+            let field = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if let [tf, len, ..] = flat[i..] {
+                stats[field] = (tf, len);
+            }
+            i += 2;
+        }
+        f(doc, mask, &stats);
     }
 }
 
@@ -193,14 +221,16 @@ fn postings_of(
         weights,
         df: 0,
         meta_df: 0,
+        decoded: None,
     };
     let Some(table) = &snap.postings else {
         return Ok(list);
     };
-    let Some(bytes) = table.get(term).map_err(|e| snap.store.err(e))? else {
+    let Some(guard) = table.get(term).map_err(|e| snap.store.err(e))? else {
         return Ok(list);
     };
-    list.bytes = bytes.value().to_vec();
+    let bytes = guard.value();
+    let bad = |e: postings::CodecError| snap.store.bad_record(format!("postings of {term:?}: {e}"));
     let meta_fields = [
         Field::Name,
         Field::Description,
@@ -209,19 +239,36 @@ fn postings_of(
     ]
     .iter()
     .fold(0u32, |m, &f| m | 1 << f as u32);
+    let header = postings::Header::read(bytes).map_err(bad)?;
     let (mut df, mut meta_df) = (0u32, 0u32);
     if view.hidden.is_empty() {
         // Nothing hidden: the header counts the list.
-        let header = postings::Header::read(&list.bytes)
-            .map_err(|e| snap.store.bad_record(format!("postings of {term:?}: {e}")))?;
         df = header.count(fields);
         meta_df = header.count_both(fields, meta_fields);
+        list.bytes = bytes.to_vec();
     } else {
-        list.visit(view, |_, mask, _| {
+        // Some documents hidden: count by walking the list (straight from the stored
+        // bytes, not a copy), and keep what the walk decodes for scoring. Every counted
+        // posting takes at least four numbers.
+        let mut flat = Vec::with_capacity(header.count(fields) as usize * 4);
+        postings::decode_masked(bytes, |doc, mask, stats| {
+            if mask & fields == 0 || view.is_hidden(doc) {
+                return;
+            }
             df += 1;
             meta_df += u32::from(mask & meta_fields != 0);
+            flat.push(doc);
+            flat.push(mask);
+            let mut bits = mask & fields;
+            while bits != 0 {
+                let (tf, len) = stats[bits.trailing_zeros() as usize];
+                bits &= bits - 1;
+                flat.push(tf);
+                flat.push(len);
+            }
         })
-        .map_err(|e| snap.store.bad_record(e))?;
+        .map_err(bad)?;
+        list.decoded = Some(flat);
     }
     list.df = df;
     list.meta_df = meta_df;

@@ -15,7 +15,8 @@
 //! only for short requests: a long turn (more than [`MAX_TERMS`] terms) is not a phrase.
 
 use super::plan::Plan;
-use super::{Ranking, SearchOptions, Snapshot};
+use super::{Ranking, SearchOptions, Snapshot, View};
+use crate::fields::Field;
 use crate::store::StoreError;
 use crate::tokenize::analyze;
 use rustc_hash::FxHashMap;
@@ -48,6 +49,7 @@ pub(super) fn boost(
     snap: &Snapshot,
     query: &str,
     plan: &Plan,
+    view: &View,
     opts: &SearchOptions,
     mut scores: Vec<(u32, f64)>,
 ) -> Result<Vec<(u32, f64)>, StoreError> {
@@ -64,13 +66,43 @@ pub(super) fn boost(
         return Ok(scores);
     }
     let total: f64 = pairs.iter().map(|p| p.2).sum();
-    scores.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let best = scores[0].1;
-    for (doc, score) in scores.iter_mut().take(CANDIDATES) {
+    // The best CANDIDATES, selected (in no particular order) rather than sorting every
+    // match: the bonus each gets does not depend on the order they are visited in.
+    if scores.len() > CANDIDATES {
+        scores.select_nth_unstable_by(CANDIDATES - 1, super::rank::by_score);
+    }
+    let n = CANDIDATES.min(scores.len());
+    let candidates = &mut scores[..n];
+    let best = candidates
+        .iter()
+        .map(|&(_, s)| s)
+        .max_by(f64::total_cmp)
+        .unwrap_or(0.0);
+    let docs: Vec<u32> = candidates.iter().map(|&(d, _)| d).collect();
+    let possible =
+        pairs_possible(plan, view, &pairs, &docs).map_err(|e| snap.store.bad_record(e))?;
+    for ((doc, score), possible) in candidates.iter_mut().zip(possible) {
+        if possible == 0 {
+            // No pair can be in order there: it gains nothing (`+= 0.0` would leave the
+            // score as it is), so its record is neither read nor analysed.
+            continue;
+        }
         let Some((head, body)) = snap.doc(*doc)? else {
             continue;
         };
-        let fields = [analyze(&head.name), analyze(&body.description)];
+        // A field that holds both terms of no pair has no pair in order: left unanalysed
+        // (as no terms), it changes nothing.
+        let analyze_if = |field: Field, text: &str| {
+            if possible & 1 << field as u32 != 0 {
+                analyze(text)
+            } else {
+                Vec::new()
+            }
+        };
+        let fields = [
+            analyze_if(Field::Name, &head.name),
+            analyze_if(Field::Description, &body.description),
+        ];
         let got: f64 = pairs
             .iter()
             .filter(|(a, b, _)| fields.iter().any(|f| ordered(f, a, b)))
@@ -79,6 +111,51 @@ pub(super) fn boost(
         *score += weight * best * got / total;
     }
     Ok(scores)
+}
+
+/// The name and description fields, as a mask.
+const NAME_OR_DESCRIPTION: u32 = 1 << Field::Name as u32 | 1 << Field::Description as u32;
+
+/// For each of `docs`, the fields among the name and the description (as a mask) that hold
+/// both terms of some pair, as the postings' field masks say. Those fields are indexed with the analyzer that
+/// [`boost`] applies to the record, so a pair in order in a field needs both of its terms
+/// in that field's postings: a field this leaves out has no pair in order, and
+/// reading and analysing it (or the whole record, for an empty mask) can be skipped without
+/// changing any score.
+fn pairs_possible(
+    plan: &Plan,
+    view: &View,
+    pairs: &[(String, String, f64)],
+    docs: &[u32],
+) -> Result<Vec<u32>, String> {
+    let mut terms: Vec<&str> = pairs
+        .iter()
+        .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
+        .collect();
+    terms.sort_unstable();
+    terms.dedup();
+    let mut sorted: Vec<(u32, usize)> = docs.iter().enumerate().map(|(i, &d)| (d, i)).collect();
+    sorted.sort_unstable();
+    // masks[candidate * terms + term]: the name/description bits of the term's posting.
+    let mut masks = vec![0u32; docs.len() * terms.len()];
+    for (j, term) in terms.iter().enumerate() {
+        for t in plan.terms.iter().filter(|t| t.term == *term) {
+            t.list.visit(view, |doc, mask, _| {
+                if let Ok(s) = sorted.binary_search_by_key(&doc, |&(d, _)| d) {
+                    masks[sorted[s].1 * terms.len() + j] |= mask & NAME_OR_DESCRIPTION;
+                }
+            })?;
+        }
+    }
+    let index = |term: &str| terms.binary_search(&term).unwrap_or(0);
+    Ok((0..docs.len())
+        .map(|i| {
+            let row = &masks[i * terms.len()..(i + 1) * terms.len()];
+            pairs
+                .iter()
+                .fold(0, |m, (a, b, _)| m | row[index(a)] & row[index(b)])
+        })
+        .collect())
 }
 
 /// The query's ordered term pairs with their weights: two scored Latin terms (a typo as

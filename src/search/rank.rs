@@ -51,10 +51,12 @@ pub(super) fn top_k(
     if k == 0 || scored.is_empty() {
         return Ok(Vec::new());
     }
-    scored.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // The k-th best score, found by selection rather than by sorting every match: the
+    // documents kept and their order below do not depend on how the rest is ordered.
+    let kth = k.min(scored.len()) - 1;
+    let cutoff = scored.select_nth_unstable_by(kth, by_score).1 .1;
     // Keep every document tied with the k-th, then break ties by id, which is stable
     // across rebuilds, unlike document numbers.
-    let cutoff = scored[k.min(scored.len()) - 1].1;
     scored.retain(|&(_, s)| s >= cutoff);
     let mut hits = Vec::with_capacity(scored.len());
     for (doc, score) in scored {
@@ -77,4 +79,9 @@ pub(super) fn top_k(
     });
     hits.truncate(k);
     Ok(hits)
+}
+
+/// Best score first, then ascending document number: a total order on scored documents.
+pub(super) fn by_score(a: &(u32, f64), b: &(u32, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }

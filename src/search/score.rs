@@ -56,7 +56,10 @@ pub(super) fn score_all(
     opts: &SearchOptions,
     floor: f64,
 ) -> Result<Vec<(u32, f64)>, StoreError> {
-    let mut acc = Accumulator::take(snap.stats.next_doc as usize);
+    // Every counted posting may touch a new document: room for them all up front, so the
+    // list of touched documents never grows by copying.
+    let postings: usize = plan.terms.iter().map(|t| t.list.df as usize).sum();
+    let mut acc = Accumulator::take(snap.stats.next_doc as usize, postings);
     for t in &plan.terms {
         t.list
             .visit(view, |doc, mask, stats| {
@@ -141,15 +144,15 @@ struct Accumulator {
 }
 
 impl Accumulator {
-    /// This thread's vector, long enough for `docs` documents.
-    fn take(docs: usize) -> Self {
+    /// This thread's vector, long enough for `docs` documents, for `postings` postings.
+    fn take(docs: usize, postings: usize) -> Self {
         let mut sums = SUMS.with(|a| std::mem::take(&mut *a.borrow_mut()));
         if sums.len() < docs {
             sums.resize(docs, 0.0);
         }
         Accumulator {
             sums,
-            touched: Vec::new(),
+            touched: Vec::with_capacity(postings.min(docs)),
         }
     }
 
@@ -169,11 +172,13 @@ impl Accumulator {
     /// vector zeroed for this thread's next query.
     fn finish(self, floor: f64) -> Vec<(u32, f64)> {
         let Accumulator { mut sums, touched } = self;
-        let scores = touched
-            .into_iter()
-            .map(|d| (d, std::mem::take(&mut sums[d as usize])))
-            .filter(|&(_, s)| s > 0.0 && s >= floor)
-            .collect();
+        let mut scores = Vec::with_capacity(touched.len());
+        scores.extend(
+            touched
+                .into_iter()
+                .map(|d| (d, std::mem::take(&mut sums[d as usize])))
+                .filter(|&(_, s)| s > 0.0 && s >= floor),
+        );
         SUMS.with(|a| *a.borrow_mut() = sums);
         scores
     }
