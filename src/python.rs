@@ -351,6 +351,26 @@ fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, Failure> {
     serde_json::to_value(v).map_err(|e| Failure::Panic(format!("serialising a result: {e}")))
 }
 
+impl PyIndex {
+    /// What the plugin chooses from: the hits of `opts` (which fetches enough to filter),
+    /// those the session's `allowed` list holds, then the best `n` within
+    /// `min_score_ratio` of the best.
+    fn plugin_hits(
+        &self,
+        query: &str,
+        opts: &SearchOptions,
+        allowed: Option<&[(String, String)]>,
+        n: usize,
+        min_score_ratio: f64,
+    ) -> Result<Vec<crate::search::Hit>, Failure> {
+        let mut hits = self.live.search(query, opts)?;
+        if let Some(allowed) = allowed {
+            hits.retain(|h| crate::hermes::hit_allowed(h, allowed));
+        }
+        Ok(crate::hermes::select_hits(hits, n, min_score_ratio))
+    }
+}
+
 #[pymethods]
 impl PyIndex {
     /// Opens the index of `home` (default: `$HERMES_HOME`, else `~/.hermes`) for `profile`
@@ -510,11 +530,8 @@ impl PyIndex {
         // What is injected gets the relevance floor.
         let opts = options(fetch, platform, ranking, k1, b, true)?;
         detached(py, || {
-            let mut hits = self.live.search(&query, &opts)?;
-            if let Some(allowed) = &allowed {
-                hits.retain(|h| crate::hermes::hit_allowed(h, allowed));
-            }
-            let hits = crate::hermes::select_hits(hits, inject_k, min_score_ratio);
+            let hits =
+                self.plugin_hits(&query, &opts, allowed.as_deref(), inject_k, min_score_ratio)?;
             Ok(crate::hermes::format_retrieved_block(&hits, &shown))
         })
     }
@@ -544,11 +561,7 @@ impl PyIndex {
         };
         let opts = options(fetch, platform, ranking, k1, b, true)?;
         detached(py, || {
-            let mut hits = self.live.search(&query, &opts)?;
-            if let Some(allowed) = &allowed {
-                hits.retain(|h| crate::hermes::hit_allowed(h, allowed));
-            }
-            let hits = crate::hermes::select_hits(hits, n, min_score_ratio);
+            let hits = self.plugin_hits(&query, &opts, allowed.as_deref(), n, min_score_ratio)?;
             Ok(hits.into_iter().map(PyHit::from).collect())
         })
     }
