@@ -64,6 +64,8 @@ pub(super) struct Matrix {
     key: MatrixKey,
     docs: Vec<u32>,
     rows: Vec<[i8; DIM]>,
+    /// Each row's squared norm, so a query computes only dot products.
+    norms: Vec<f32>,
 }
 
 impl SemanticStage {
@@ -204,24 +206,43 @@ pub(super) fn fuse(
         .map(|&(d, _)| (d, false))
         .collect();
     if open_door {
-        let mut near: Vec<(u32, f32)> = cosines
+        let near: Vec<(u32, f32)> = cosines
             .iter()
             .filter(|(d, c)| !lex_of.contains_key(*d) && f64::from(**c) >= dense_floor)
             .map(|(&d, &c)| (d, c))
             .collect();
-        near.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut added = 0;
-        for (d, _) in near {
-            if added == DENSE {
-                break;
-            }
-            // Only offered skills: the postings hold no other, but the vectors do.
-            if let Some((head, _)) = snap.doc(d)? {
-                if head.inactive.is_none() {
-                    candidates.push((d, true));
-                    added += 1;
+        let nearest = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        // The best few, selected rather than sorting every skill over the dense floor (at
+        // hub scale, tens of thousands): enough for DENSE offered ones unless most of the
+        // nearest are never offered, and then the whole list is sorted after all.
+        let mut few = (DENSE * 8).min(near.len());
+        loop {
+            let mut head: Vec<(u32, f32)> = if few < near.len() {
+                let mut v = near.clone();
+                v.select_nth_unstable_by(few, nearest);
+                v.truncate(few);
+                v
+            } else {
+                near.clone()
+            };
+            head.sort_unstable_by(nearest);
+            let mut added = Vec::new();
+            for (d, _) in head {
+                if added.len() == DENSE {
+                    break;
+                }
+                // Only offered skills: the postings hold no other, but the vectors do.
+                if let Some((h, _)) = snap.doc(d)? {
+                    if h.inactive.is_none() {
+                        added.push((d, true));
+                    }
                 }
             }
+            if added.len() == DENSE || few >= near.len() {
+                candidates.extend(added);
+                break;
+            }
+            few = (few * 4).min(near.len());
         }
     }
     let max = lexical.first().map_or(0.0, |&(_, s)| s);
@@ -290,9 +311,11 @@ impl Snapshot<'_> {
             }
         };
         out.reserve(matrix.docs.len());
-        for (&d, row) in matrix.docs.iter().zip(&matrix.rows) {
+        let query_sq = semantic::sq_norm_f32(query);
+        for ((&d, row), &row_sq) in matrix.docs.iter().zip(&matrix.rows).zip(&matrix.norms) {
             if !hidden.contains(&d) {
-                out.insert(d, semantic::cosine_f32_i8(query, row));
+                let dot = semantic::dot_f32_i8(query, row);
+                out.insert(d, semantic::cosine_of(dot, query_sq, row_sq));
             }
         }
         Ok(out)
@@ -319,6 +342,7 @@ impl Snapshot<'_> {
             key,
             docs: Vec::new(),
             rows: Vec::new(),
+            norms: Vec::new(),
         };
         let mut at = 0;
         for row in vectors.iter().map_err(|e| self.store.err(e))? {
@@ -338,6 +362,7 @@ impl Snapshot<'_> {
             while at < docs.len() && docs[at].0 == hash {
                 matrix.docs.push(docs[at].1);
                 matrix.rows.push(stored);
+                matrix.norms.push(semantic::sq_norm_i8(&stored));
                 at += 1;
             }
         }
