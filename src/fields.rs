@@ -31,6 +31,16 @@ pub const FIELD_COUNT: usize = 6;
 /// Per field: (term frequency, field length in terms).
 pub type FieldStats = [(u32, u32); FIELD_COUNT];
 
+/// The fields a term occurs in (a frequency above 0), as a bit mask: bit `f` for field `f`.
+/// The postings and the forward index both store it.
+pub fn mask(stats: &FieldStats) -> u32 {
+    stats
+        .iter()
+        .enumerate()
+        .filter(|(_, (tf, _))| *tf > 0)
+        .fold(0, |m, (f, _)| m | 1 << f)
+}
+
 impl Field {
     /// Every field, in storage order.
     pub const ALL: [Field; FIELD_COUNT] = [

@@ -15,7 +15,7 @@
 //! when the term occurs in field `f`) and, for each field in the mask in field order, the
 //! term's frequency there. Varints are LEB128, as postcard writes them.
 
-use crate::fields::{FieldStats, FIELD_COUNT};
+use crate::fields::{self, FieldStats, FIELD_COUNT};
 use crate::store::records::TermEntry;
 use crate::varint::{self, Reader};
 
@@ -46,12 +46,8 @@ pub fn encode(terms: &[TermEntry]) -> Vec<u8> {
         varint::write(&mut out, shared as u64);
         varint::write(&mut out, (bytes.len() - shared) as u64);
         out.extend_from_slice(&bytes[shared..]);
-        let mask = stats
-            .iter()
-            .enumerate()
-            .filter(|(_, (tf, _))| *tf > 0)
-            .fold(0u8, |m, (f, _)| m | 1 << f);
-        out.push(mask);
+        // Six fields: the mask fits a byte.
+        out.push(fields::mask(stats) as u8);
         for (tf, _) in stats.iter().filter(|(tf, _)| *tf > 0) {
             varint::write(&mut out, u64::from(*tf));
         }

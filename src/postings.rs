@@ -9,7 +9,7 @@
 //! posting without a second lookup per document, which is what keeps search in place
 //! (no per-process copy of document lengths) and fast.
 
-use crate::fields::{Field, FieldStats, FIELD_COUNT};
+use crate::fields::{self, Field, FieldStats, FIELD_COUNT};
 use crate::varint::{self, Reader};
 use serde::{Deserialize, Serialize};
 
@@ -77,7 +77,7 @@ impl Builder {
         };
         self.last = Some(doc);
         varint::write(&mut self.body, u64::from(delta));
-        varint::write(&mut self.body, u64::from(mask_of(stats)));
+        varint::write(&mut self.body, u64::from(fields::mask(stats)));
         self.values += 2;
         for (tf, len) in stats.iter().filter(|(tf, _)| *tf > 0) {
             varint::write(&mut self.body, u64::from(*tf));
@@ -114,7 +114,9 @@ impl Builder {
             return encode(&self.postings());
         }
         let mut masks = [0u32; 1 << FIELD_COUNT];
-        for_each_entry(&self.body, |_, stats| masks[mask_of(stats) as usize] += 1);
+        for_each_entry(&self.body, |_, stats| {
+            masks[fields::mask(stats) as usize] += 1
+        });
         let mut out = Vec::with_capacity(self.body.len() + 16);
         let pairs = masks.iter().filter(|&&n| n > 0).count();
         varint::write(&mut out, 2 * pairs as u64);
@@ -126,15 +128,6 @@ impl Builder {
         out.extend_from_slice(&self.body);
         out
     }
-}
-
-/// The fields a posting's term occurs in, as a bit mask.
-fn mask_of(stats: &FieldStats) -> u32 {
-    stats
-        .iter()
-        .enumerate()
-        .filter(|(_, (tf, _))| *tf > 0)
-        .fold(0, |m, (f, _)| m | 1 << f)
 }
 
 /// Walks the entries of a body this module wrote: (delta as written, statistics).
