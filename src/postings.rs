@@ -9,7 +9,7 @@
 //! posting without a second lookup per document, which is what keeps search in place
 //! (no per-process copy of document lengths) and fast.
 
-use crate::fields::{self, Field, FieldStats, FIELD_COUNT};
+use crate::fields::{self, FieldStats, FIELD_COUNT};
 use crate::varint::{self, Reader};
 use serde::{Deserialize, Serialize};
 
@@ -227,17 +227,19 @@ pub fn decode_masked(
         }
         read += 2;
         let mut stats: FieldStats = [(0, 0); FIELD_COUNT];
-        for f in Field::ALL {
-            if mask & (1 << f as u32) != 0 {
-                let (Some(tf), Some(len)) = (r.next_u32(), r.next_u32()) else {
-                    return Err(CodecError::Malformed(entry));
-                };
-                if tf == 0 {
-                    return Err(CodecError::Malformed(entry));
-                }
-                stats[f as usize] = (tf, len);
-                read += 2;
+        // The fields in the mask, lowest first: field order, as written.
+        let mut bits = mask;
+        while bits != 0 {
+            let f = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let (Some(tf), Some(len)) = (r.next_u32(), r.next_u32()) else {
+                return Err(CodecError::Malformed(entry));
+            };
+            if tf == 0 {
+                return Err(CodecError::Malformed(entry));
             }
+            stats[f] = (tf, len);
+            read += 2;
         }
         if read > count {
             return Err(CodecError::Malformed(entry));
@@ -261,6 +263,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Posting>, CodecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fields::Field;
 
     fn posting(doc: u32, name: (u32, u32), seed: (u32, u32)) -> Posting {
         let mut stats = [(0, 0); FIELD_COUNT];

@@ -104,10 +104,20 @@ fn stemmer() -> &'static Stemmer {
 /// Splits an identifier at `_` and at case changes (`getHTTPResponse` → `get`, `HTTP`,
 /// `Response`), calling `emit` for each part. Digits stay with the letters before them.
 fn split_identifier(token: &str, mut emit: impl FnMut(&str)) {
-    let chars: Vec<(usize, char)> = token.char_indices().collect();
+    // Most tokens are plain lowercase words: nothing to split, and this runs for every
+    // word of every skill indexed and of every candidate proximity reads back.
+    if token
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        emit(token);
+        return;
+    }
     let mut start = 0usize;
-    for i in 0..chars.len() {
-        let (at, c) = chars[i];
+    let mut prev: Option<char> = None;
+    let mut chars = token.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let before = prev.replace(c);
         if c == '_' {
             if at > start {
                 emit(&token[start..at]);
@@ -115,14 +125,13 @@ fn split_identifier(token: &str, mut emit: impl FnMut(&str)) {
             start = at + c.len_utf8();
             continue;
         }
-        if i == 0 || at == start {
+        let Some(before) = before.filter(|_| at != start) else {
             continue;
-        }
-        let prev = chars[i - 1].1;
-        let next_lower = chars.get(i + 1).is_some_and(|&(_, n)| n.is_lowercase());
+        };
+        let next_lower = chars.peek().is_some_and(|&(_, n)| n.is_lowercase());
         // aB → a|B, and ABc → A|Bc (the last capital of a run starts the next word).
-        if (prev.is_lowercase() && c.is_uppercase())
-            || (prev.is_uppercase() && c.is_uppercase() && next_lower)
+        if (before.is_lowercase() && c.is_uppercase())
+            || (before.is_uppercase() && c.is_uppercase() && next_lower)
         {
             emit(&token[start..at]);
             start = at;

@@ -43,6 +43,13 @@ impl<'a> Reader<'a> {
     /// A varint of at most five bytes that fits a `u32`.
     #[inline]
     pub fn next_u32(&mut self) -> Option<u32> {
+        // Most values (deltas, frequencies, short lengths) take one byte.
+        if let Some(&b) = self.bytes.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Some(u32::from(b));
+            }
+        }
         let mut value = 0u64;
         for i in 0..5 {
             let b = *self.bytes.get(self.pos)?;

@@ -186,14 +186,24 @@ pub fn strip_pleasantries(query: &str) -> String {
         return query.to_owned();
     }
     let mut text = crate::tokenize::normalize(query);
-    for p in PLEASANTRIES {
-        // NFKC turns compatibility jamo (`ㅋ`) into conjoining ones.
-        let p = crate::tokenize::normalize(p);
+    for p in normalized_pleasantries() {
         if text.contains(p.as_str()) {
             text = text.replace(p.as_str(), " ");
         }
     }
     text
+}
+
+/// [`PLEASANTRIES`] in NFKC, normalised once per process rather than once per query: NFKC
+/// turns compatibility jamo (`ㅋ`) into conjoining ones.
+fn normalized_pleasantries() -> &'static [String] {
+    static NORMALIZED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NORMALIZED.get_or_init(|| {
+        PLEASANTRIES
+            .iter()
+            .map(|p| crate::tokenize::normalize(p))
+            .collect()
+    })
 }
 
 /// Particles, pronouns and sentence endings that may surround a pleasantry without making

@@ -18,7 +18,7 @@ use super::plan::Plan;
 use super::{Ranking, SearchOptions, Snapshot, View};
 use crate::fields::Field;
 use crate::store::StoreError;
-use crate::tokenize::analyze;
+use crate::tokenize::{analyze, analyze_with};
 use rustc_hash::FxHashMap;
 
 /// How many of the best hits are considered.
@@ -66,6 +66,18 @@ pub(super) fn boost(
         return Ok(scores);
     }
     let total: f64 = pairs.iter().map(|p| p.2).sum();
+    // The pairs' terms, sorted; a pair is then two indices into them.
+    let mut terms: Vec<&str> = pairs
+        .iter()
+        .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
+        .collect();
+    terms.sort_unstable();
+    terms.dedup();
+    let index = |term: &str| terms.binary_search(&term).unwrap_or(0) as u8;
+    let pairs: Vec<(u8, u8, f64)> = pairs
+        .iter()
+        .map(|(a, b, w)| (index(a), index(b), *w))
+        .collect();
     // The best CANDIDATES, selected (in no particular order) rather than sorting every
     // match: the bonus each gets does not depend on the order they are visited in.
     if scores.len() > CANDIDATES {
@@ -80,7 +92,7 @@ pub(super) fn boost(
         .unwrap_or(0.0);
     let docs: Vec<u32> = candidates.iter().map(|&(d, _)| d).collect();
     let possible =
-        pairs_possible(plan, view, &pairs, &docs).map_err(|e| snap.store.bad_record(e))?;
+        pairs_possible(plan, view, &terms, &pairs, &docs).map_err(|e| snap.store.bad_record(e))?;
     for ((doc, score), possible) in candidates.iter_mut().zip(possible) {
         if possible == 0 {
             // No pair can be in order there: it gains nothing (`+= 0.0` would leave the
@@ -94,7 +106,7 @@ pub(super) fn boost(
         // (as no terms), it changes nothing.
         let analyze_if = |field: Field, text: &str| {
             if possible & 1 << field as u32 != 0 {
-                analyze(text)
+                term_ids(text, &terms)
             } else {
                 Vec::new()
             }
@@ -105,7 +117,7 @@ pub(super) fn boost(
         ];
         let got: f64 = pairs
             .iter()
-            .filter(|(a, b, _)| fields.iter().any(|f| ordered(f, a, b)))
+            .filter(|&&(a, b, _)| fields.iter().any(|f| ordered(f, a, b)))
             .map(|p| p.2)
             .sum();
         *score += weight * best * got / total;
@@ -125,15 +137,10 @@ const NAME_OR_DESCRIPTION: u32 = 1 << Field::Name as u32 | 1 << Field::Descripti
 fn pairs_possible(
     plan: &Plan,
     view: &View,
-    pairs: &[(String, String, f64)],
+    terms: &[&str],
+    pairs: &[(u8, u8, f64)],
     docs: &[u32],
 ) -> Result<Vec<u32>, String> {
-    let mut terms: Vec<&str> = pairs
-        .iter()
-        .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
-        .collect();
-    terms.sort_unstable();
-    terms.dedup();
     let mut sorted: Vec<(u32, usize)> = docs.iter().enumerate().map(|(i, &d)| (d, i)).collect();
     sorted.sort_unstable();
     // masks[candidate * terms + term]: the name/description bits of the term's posting.
@@ -147,13 +154,12 @@ fn pairs_possible(
             })?;
         }
     }
-    let index = |term: &str| terms.binary_search(&term).unwrap_or(0);
     Ok((0..docs.len())
         .map(|i| {
             let row = &masks[i * terms.len()..(i + 1) * terms.len()];
             pairs
                 .iter()
-                .fold(0, |m, (a, b, _)| m | row[index(a)] & row[index(b)])
+                .fold(0, |m, &(a, b, _)| m | row[a as usize] & row[b as usize])
         })
         .collect())
 }
@@ -209,41 +215,60 @@ fn query_pairs(query: &str, plan: &Plan) -> Vec<(String, String, f64)> {
     pairs
 }
 
-/// Whether `a` is followed by `b` at most [`WINDOW`] positions later in `terms`.
-fn ordered(terms: &[String], a: &str, b: &str) -> bool {
-    terms
-        .iter()
+/// Marks a term of `text` that is none of the pair terms (see [`term_ids`]).
+const OTHER: u8 = u8::MAX;
+
+/// `text` analysed, each term as its index in `terms` (at most 254 of them), or [`OTHER`]:
+/// the order of the pair terms and the distances between them, without a string per term.
+fn term_ids(text: &str, terms: &[&str]) -> Vec<u8> {
+    let mut ids = Vec::new();
+    analyze_with(text, |t| {
+        ids.push(
+            terms
+                .iter()
+                .position(|&x| x == t)
+                .map_or(OTHER, |i| i as u8),
+        )
+    });
+    ids
+}
+
+/// Whether term `a` is followed by term `b` at most [`WINDOW`] positions later in `ids`.
+fn ordered(ids: &[u8], a: u8, b: u8) -> bool {
+    ids.iter()
         .enumerate()
-        .any(|(p, t)| t == a && terms[p + 1..].iter().take(WINDOW).any(|u| u == b))
+        .any(|(p, &t)| t == a && ids[p + 1..].iter().take(WINDOW).any(|&u| u == b))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn terms(text: &str) -> Vec<String> {
-        analyze(text)
+    /// Whether `a` comes before `b` (at most [`WINDOW`] later) in the analysed `text`.
+    fn in_order(text: &str, a: &str, b: &str) -> bool {
+        let ids = term_ids(text, &[a, b]);
+        ordered(&ids, 0, u8::from(a != b))
     }
 
     #[test]
     fn order_and_distance_count() {
-        let d = terms("Converts PDF (.pdf) documents into Markdown so they can be read");
-        assert!(ordered(&d, "pdf", "markdown"));
-        assert!(!ordered(&d, "markdown", "pdf"));
-        let n = terms("markdown-to-pdf");
-        assert!(ordered(&n, "markdown", "pdf"));
-        assert!(!ordered(&n, "pdf", "markdown"));
+        let d = "Converts PDF (.pdf) documents into Markdown so they can be read";
+        assert!(in_order(d, "pdf", "markdown"));
+        assert!(!in_order(d, "markdown", "pdf"));
+        assert!(in_order("markdown-to-pdf", "markdown", "pdf"));
+        assert!(!in_order("markdown-to-pdf", "pdf", "markdown"));
         // Too far apart.
-        let far = terms("pdf one two three four five markdown");
-        assert!(!ordered(&far, "pdf", "markdown"));
-        let near = terms("pdf one two three markdown");
-        assert!(ordered(&near, "pdf", "markdown"));
+        assert!(!in_order(
+            "pdf one two three four five markdown",
+            "pdf",
+            "markdown"
+        ));
+        assert!(in_order("pdf one two three markdown", "pdf", "markdown"));
     }
 
     #[test]
     fn a_term_is_not_its_own_pair() {
-        let d = terms("pdf pdf");
-        assert!(ordered(&d, "pdf", "pdf"));
-        assert!(!ordered(&terms("pdf"), "pdf", "pdf"));
+        assert!(in_order("pdf pdf", "pdf", "pdf"));
+        assert!(!in_order("pdf", "pdf", "pdf"));
     }
 }
