@@ -144,7 +144,17 @@ fn split_identifier(token: &str, mut emit: impl FnMut(&str)) {
 
 /// The default ranking's analyzer: [`tokenize_with`]'s terms with identifiers split and
 /// ASCII words stemmed. CJK bigrams pass through unchanged.
-pub fn analyze_with(text: &str, mut emit: impl FnMut(&str)) {
+pub fn analyze_with(text: &str, emit: impl FnMut(&str)) {
+    analyze_where(text, |_| true, emit)
+}
+
+/// [`analyze_with`], except that a word `stem_if` rejects is emitted as it is, unstemmed.
+///
+/// The stemmer keeps a word's first letter (`stems_keep_the_first_letter`), so a caller
+/// that looks for a few terms can reject every word whose first letter none of them has:
+/// stemmed or not, such a word is none of its terms. In a new process, with no stem
+/// cached yet, stemming is most of what analysing a description costs.
+pub fn analyze_where(text: &str, stem_if: impl Fn(&str) -> bool, mut emit: impl FnMut(&str)) {
     let normalized = nfkc(text);
     let mut lower = String::new();
     let mut emit_part = |part: &str| {
@@ -153,14 +163,14 @@ pub fn analyze_with(text: &str, mut emit: impl FnMut(&str)) {
             lower.clear();
             lower.push_str(part);
             lower.make_ascii_lowercase();
-            if lower.len() > 2 && lower.bytes().all(|b| b.is_ascii_lowercase()) {
+            if lower.len() > 2 && lower.bytes().all(|b| b.is_ascii_lowercase()) && stem_if(&lower) {
                 with_stem(&lower, &mut emit);
             } else {
                 emit(&lower);
             }
         } else {
             tokenize_with(part, |t| {
-                if t.len() > 2 && t.bytes().all(|b| b.is_ascii_lowercase()) {
+                if t.len() > 2 && t.bytes().all(|b| b.is_ascii_lowercase()) && stem_if(t) {
                     with_stem(t, &mut emit);
                 } else {
                     emit(t);
@@ -306,6 +316,86 @@ mod tests {
         assert_eq!(analyze("serving-llms-vllm"), ["serv", "llms", "vllm"]);
         assert_eq!(analyze("用python写脚本"), ["用", "python", "写脚", "脚本"]);
         assert_eq!(analyze("k8s s3 gpt4"), ["k8s", "s3", "gpt4"]);
+    }
+
+    /// What `analyze_where` relies on: no stem starts with another letter than its word.
+    /// Snowball's English rules rewrite suffixes only; its exceptions (`dying` → `die`,
+    /// `skies` → `sky`) and its `y` handling keep the first letter too. Checked on those
+    /// and on every combination of a first letter, a short core and a suffix the rules
+    /// know.
+    #[test]
+    fn stems_keep_the_first_letter() {
+        let exceptions = [
+            "skis",
+            "skies",
+            "dying",
+            "lying",
+            "tying",
+            "idly",
+            "gently",
+            "ugly",
+            "early",
+            "only",
+            "singly",
+            "sky",
+            "news",
+            "howe",
+            "atlas",
+            "cosmos",
+            "bias",
+            "andes",
+            "inning",
+            "outing",
+            "canning",
+            "herring",
+            "earring",
+            "proceed",
+            "exceed",
+            "succeed",
+            "generate",
+            "communicate",
+            "arsenal",
+            "yes",
+            "yelling",
+            "ies",
+            "ied",
+        ];
+        let cores = [
+            "", "a", "y", "e", "i", "o", "u", "b", "ab", "yi", "ey", "oy", "nd", "st",
+        ];
+        let suffixes = [
+            "", "s", "ss", "us", "sses", "ies", "ied", "ed", "edly", "eed", "eedly", "ing",
+            "ingly", "y", "e", "l", "ly", "li", "al", "ational", "tional", "enci", "anci", "izer",
+            "bli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "aliti",
+            "iviti", "biliti", "logi", "fulli", "lessli", "fulness", "ousness", "iveness", "ness",
+            "ful", "ment", "ement", "ent", "ism", "ate", "iti", "ous", "ive", "ize", "ance",
+            "ence", "er", "ic", "able", "ible", "ant", "ion", "sion", "tion", "alize", "icate",
+            "iciti", "ical", "ative", "ogi", "abli",
+        ];
+        let mut words: Vec<String> = exceptions.iter().map(|w| w.to_string()).collect();
+        for first in 'a'..='z' {
+            for core in cores {
+                for suffix in suffixes {
+                    words.push(format!("{first}{core}{suffix}"));
+                    words.push(format!("{first}{core}{core}{suffix}"));
+                }
+            }
+        }
+        for w in words.iter().filter(|w| w.len() > 2) {
+            let stem = stemmer().stem(w);
+            assert_eq!(stem.chars().next(), w.chars().next(), "{w} -> {stem}");
+        }
+    }
+
+    #[test]
+    fn a_rejected_word_is_left_unstemmed() {
+        let mut out = Vec::new();
+        analyze_where(
+            "Deploying running pdfToMarkdown",
+            |w| w.starts_with('r'),
+            |t| out.push(t.to_owned()),
+        );
+        assert_eq!(out, ["deploying", "run", "pdf", "to", "markdown"]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::plan::Plan;
 use super::{Ranking, SearchOptions, Snapshot, View};
 use crate::fields::Field;
 use crate::store::StoreError;
-use crate::tokenize::{analyze, analyze_with};
+use crate::tokenize::{analyze, analyze_where};
 use rustc_hash::FxHashMap;
 
 /// How many of the best hits are considered.
@@ -221,8 +221,12 @@ const OTHER: u8 = u8::MAX;
 /// `text` analysed, each term as its index in `terms` (at most 254 of them), or [`OTHER`]:
 /// the order of the pair terms and the distances between them, without a string per term.
 fn term_ids(text: &str, terms: &[&str]) -> Vec<u8> {
+    let firsts: Vec<u8> = terms.iter().filter_map(|t| t.bytes().next()).collect();
     let mut ids = Vec::new();
-    analyze_with(text, |t| {
+    // A word with another first letter than every term is none of them, stemmed or not
+    // (see `analyze_where`), so it is not stemmed.
+    let stem_if = |w: &str| w.bytes().next().is_some_and(|b| firsts.contains(&b));
+    analyze_where(text, stem_if, |t| {
         ids.push(
             terms
                 .iter()
