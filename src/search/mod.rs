@@ -26,6 +26,7 @@
 //! [`Field::Seed`]: crate::fields::Field::Seed
 
 mod chitchat;
+mod counts;
 mod explain;
 mod plan;
 mod proximity;
@@ -350,6 +351,9 @@ pub struct Offered {
 /// without them.
 struct View {
     hidden: FxHashSet<u32>,
+    /// The index state and hidden set that the session's document frequencies are
+    /// remembered for (see `counts`); `None` when nothing is hidden.
+    counted_in: Option<counts::State>,
     /// `hidden` as a bitset by document, so that the postings walk tests a bit instead of
     /// hashing every posting.
     hidden_bits: Vec<u64>,
@@ -539,8 +543,20 @@ impl<'s> Snapshot<'s> {
             }
             hidden_bits[word] |= 1 << (d % 64);
         }
+        let counted_in = (!hidden.is_empty()).then(|| {
+            let mut sorted: Vec<u32> = hidden.iter().copied().collect();
+            sorted.sort_unstable();
+            counts::State {
+                path: self.store.path().to_owned(),
+                profile: self.profile.clone(),
+                generation: self.stats.generation,
+                synced_at_ns: self.stats.synced_at_ns,
+                hidden: sorted,
+            }
+        });
         Ok(View {
             hidden,
+            counted_in,
             hidden_bits,
             n,
             avg,

@@ -196,9 +196,10 @@ pub(super) fn plan(
     Ok(plan)
 }
 
-/// The postings of `term` that count for `ranking`, counted (hidden documents left out)
-/// but not kept decoded: scoring decodes them again, which is cheaper than holding a
-/// long list of per-field statistics.
+/// The postings of `term` that count for `ranking`, with their document frequency in the
+/// session (hidden documents left out): from the list's header when nothing is hidden, from
+/// the counts an earlier query in the same index state kept (`counts`), or else by walking
+/// the list, whose decoded entries scoring then reuses.
 fn postings_of(
     snap: &Snapshot,
     term: &str,
@@ -241,10 +242,14 @@ fn postings_of(
     .fold(0u32, |m, &f| m | 1 << f as u32);
     let header = postings::Header::read(bytes).map_err(bad)?;
     let (mut df, mut meta_df) = (0u32, 0u32);
-    if view.hidden.is_empty() {
-        // Nothing hidden: the header counts the list.
-        df = header.count(fields);
-        meta_df = header.count_both(fields, meta_fields);
+    let known = match &view.counted_in {
+        None => Some((header.count(fields), header.count_both(fields, meta_fields))),
+        Some(state) => super::counts::get(state, term, fields),
+    };
+    if let Some(counts) = known {
+        // Nothing hidden, and the header counts the list; or the session's counts are
+        // known from an earlier query in this index state. Scoring skips hidden postings.
+        (df, meta_df) = counts;
         list.bytes = bytes.to_vec();
     } else {
         // Some documents hidden: count by walking the list (straight from the stored
@@ -269,6 +274,9 @@ fn postings_of(
         })
         .map_err(bad)?;
         list.decoded = Some(flat);
+        if let Some(state) = &view.counted_in {
+            super::counts::put(state, term, fields, df, meta_df);
+        }
     }
     list.df = df;
     list.meta_df = meta_df;
