@@ -957,15 +957,16 @@ fn compact(index: &mut Index, db: &Path, quiet: bool) {
     let started = Instant::now();
     let mb = |b: u64| b as f64 / 1e6;
     match index.compact() {
-        Ok(Compaction::Compacted) if !quiet => eprintln!(
-            "skillidx: compacted {}: {:.1} MB -> {:.1} MB in {:.1} s",
+        // On stdout, with the sync's report: stderr stays for problems (a cron line logs it).
+        Ok(Compaction::Compacted) if !quiet => println!(
+            "compacted {}: {:.1} MB -> {:.1} MB in {:.1} s",
             db.display(),
             mb(before),
             mb(size()),
             started.elapsed().as_secs_f64()
         ),
-        Ok(Compaction::Busy) if !quiet => eprintln!(
-            "skillidx: {} is in use by another process; left uncompacted",
+        Ok(Compaction::Busy) if !quiet => println!(
+            "{} is in use by another process: left uncompacted",
             db.display()
         ),
         Ok(_) => {}

@@ -25,8 +25,8 @@ fn cli_sync(home: &Path, db: &Path, rebuild: bool) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("compacted"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("compacted"), "{stdout}");
 }
 
 /// A home of `n` generated skills with distinct words, for when the shared corpus is absent.
