@@ -6,13 +6,14 @@
 use crate::home::{Profile, Root};
 use crate::offer::{Environments, Session};
 use crate::search::{Params, Ranking, SearchOptions};
+use crate::store::Compaction;
 use crate::sync::{SyncOptions, SyncReport};
 use crate::Index;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -859,7 +860,9 @@ fn sync(
     } else {
         vec![ctx.root.profile(&profile_name(common, &ctx))?]
     };
-    let index = if rebuild {
+    // A first build into a file this command creates: like a rebuild, one big transaction.
+    let creating = std::fs::metadata(&ctx.db).map_or(true, |m| m.len() == 0);
+    let mut index = if rebuild {
         let (index, aside) = Index::open_for_rebuild(&ctx.db)?;
         if let Some(aside) = aside {
             eprintln!(
@@ -937,10 +940,38 @@ fn sync(
             }
         }
     }
+    if (rebuild || creating) && index.store().is_writable() {
+        compact(&mut index, &ctx.db, common.json);
+    }
     if common.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Compacts the index after a build (`Index::compact`). The sync has committed: a failure
+/// here leaves a valid, only larger, file, so it is a warning, not a failed command.
+fn compact(index: &mut Index, db: &Path, quiet: bool) {
+    let size = || std::fs::metadata(db).map_or(0, |m| m.len());
+    let before = size();
+    let started = Instant::now();
+    let mb = |b: u64| b as f64 / 1e6;
+    match index.compact() {
+        // On stdout, with the sync's report: stderr stays for problems (a cron line logs it).
+        Ok(Compaction::Compacted) if !quiet => println!(
+            "compacted {}: {:.1} MB -> {:.1} MB in {:.1} s",
+            db.display(),
+            mb(before),
+            mb(size()),
+            started.elapsed().as_secs_f64()
+        ),
+        Ok(Compaction::Busy) if !quiet => println!(
+            "{} is in use by another process: left uncompacted",
+            db.display()
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("skillidx: warning: compacting {}: {e}", db.display()),
+    }
 }
 
 fn hermes_status(common: &Common) -> Result<ExitCode> {

@@ -187,6 +187,17 @@ impl Index {
         })
     }
 
+    /// Gives the index file's free pages back to the file system ([`Store::compact`]): for
+    /// after a first build or a rebuild, whose one big transaction leaves many free pages.
+    /// Needs a handle opened for writing ([`Index::open_writable`],
+    /// [`Index::open_for_rebuild`]). Another process in a transaction makes it a no-op
+    /// ([`store::Compaction::Busy`]), not an error.
+    pub fn compact(&mut self) -> Result<store::Compaction, Error> {
+        let path = self.store.path().to_owned();
+        let store = &mut self.store;
+        Ok(store::contain(&path, || store.compact())?)
+    }
+
     /// Forgets `profile`: its tables and its entry in the profile list, in one commit.
     /// For profiles whose folder is gone (`sync --all-profiles`).
     pub fn drop_profile(&self, profile: &str) -> Result<(), Error> {

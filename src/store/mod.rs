@@ -32,6 +32,17 @@ const READ_CACHE_BYTES: usize = 16 << 20;
 /// Page cache for a sync.
 const WRITE_CACHE_BYTES: usize = 128 << 20;
 
+/// What [`Store::compact`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compaction {
+    /// Pages were moved and the file truncated.
+    Compacted,
+    /// The file had no free page to give back.
+    NothingToDo,
+    /// Another process was in a read or write transaction, so the file was left as it is.
+    Busy,
+}
+
 /// What can go wrong with the index file.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -270,6 +281,31 @@ impl Store {
     /// Commits `txn`.
     pub fn commit(&self, txn: WriteTransaction) -> Result<()> {
         txn.commit().map_err(|e| self.err(e))
+    }
+
+    /// Gives the file's free pages back: moves pages down and truncates the file. After one
+    /// big transaction (a first build, a rebuild), redb leaves the pages that transaction
+    /// freed as free space inside the file (~18 % of a 90k-skill index).
+    ///
+    /// Safe while other processes have the file open: redb holds the write lock and the
+    /// header lock throughout, so no other process begins a transaction meanwhile (a reader
+    /// beginning one waits until it ends), and it refuses to start while another process
+    /// holds a read or write transaction. That refusal is not an error: the index is
+    /// valid either way, so it returns [`Compaction::Busy`] and leaves the file as it is.
+    pub fn compact(&mut self) -> Result<Compaction> {
+        let path = self.path.clone();
+        let Handle::Write(db) = &mut self.handle else {
+            return Err(StoreError::Redb {
+                path,
+                detail: "opened read-only".into(),
+            });
+        };
+        match db.compact() {
+            Ok(true) => Ok(Compaction::Compacted),
+            Ok(false) => Ok(Compaction::NothingToDo),
+            Err(redb::CompactionError::TransactionInProgress) => Ok(Compaction::Busy),
+            Err(e) => Err(map_redb(&path, e.into())),
+        }
     }
 
     /// Maps a redb error on this file to what it means for the user.

@@ -240,12 +240,12 @@ pub fn sync_profile(
 
     fail_point(store, failpoint::names::SYNC_BEFORE_WRITE)?;
     let wait = Instant::now();
-    let writer;
-    let store = if store.is_writable() {
+    // A handle opened here for writing is closed right after the commit (below).
+    let mut writer: Option<Store> = None;
+    let store: &Store = if store.is_writable() {
         store
     } else {
-        writer = Store::open_write(store.path())?;
-        &writer
+        writer.insert(Store::open_write(store.path())?)
     };
     let txn = store.write()?;
     report.lock_wait_ms = wait.elapsed().as_secs_f64() * 1e3;
@@ -253,28 +253,32 @@ pub fn sync_profile(
     fail_point(store, failpoint::names::SYNC_IN_WRITE)?;
     store.claim_root_home(&txn, &profile.root)?;
 
-    let current = if opts.rebuild {
+    // The committed state the plan is applied to: the base itself when no other sync
+    // committed since it was read (`None`: borrowing it, since a copy of a hub-sized
+    // manifest costs tens of milliseconds to make and to free), else what is committed now.
+    let moved = if opts.rebuild {
         let generation = read_stats(store, &txn, &tables)?.generation;
         store::delete_profile_tables(store, &txn, &tables)?;
-        Committed {
+        Some(Committed {
             stats: CorpusStats {
                 generation,
                 ..Default::default()
             },
             ..Default::default()
-        }
+        })
     } else {
         let generation = read_stats(store, &txn, &tables)?.generation;
         if generation == base.stats.generation {
-            base.clone()
+            None
         } else {
             report.replanned = true;
-            read_committed(store, &txn, &tables)?
+            Some(read_committed(store, &txn, &tables)?)
         }
     };
+    let current = moved.as_ref().unwrap_or(&base);
     if opts.rebuild || report.replanned {
         // The file as it is now decides between our look and the other sync's.
-        let fresh: FxHashMap<String, Option<scan::FileStat>> = plan::conflicts(&base, &current)
+        let fresh: FxHashMap<String, Option<scan::FileStat>> = plan::conflicts(&base, current)
             .into_iter()
             .map(|key| {
                 // Stat as the scan does: through links, regular files only.
@@ -285,7 +289,7 @@ pub fn sync_profile(
                 (key, stat)
             })
             .collect();
-        planned = plan::plan(&base, &current, &observed, &fresh, &snapshot, &os, now);
+        planned = plan::plan(&base, current, &observed, &fresh, &snapshot, &os, now);
     }
     let changed = opts.rebuild || !planned.is_empty();
     report.take_tally(std::mem::take(&mut planned.tally));
@@ -301,7 +305,7 @@ pub fn sync_profile(
             &mut observed,
             &snapshot,
             &os,
-            current.stats,
+            current.stats.clone(),
             now,
         )?;
         report.generation = applied.generation;
@@ -330,6 +334,13 @@ pub fn sync_profile(
         report.committed = true;
     } else {
         txn.abort().map_err(|e| store.err(e))?;
+    }
+    if let Some(writer) = writer.take() {
+        // Closing costs redb one more durable commit (it records the allocator state and
+        // the clean shutdown that lets readers open the file without a live writer): done
+        // here, timed, and before the sync's large structures are freed.
+        drop(writer);
+        report.phase("close", &mut mark);
     }
     report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(report)

@@ -1,0 +1,120 @@
+//! A build leaves no free pages in the file: `skillidx sync` into a file it creates and
+//! `skillidx sync --rebuild` compact the file after their one big transaction
+//! (`Index::compact`), and the compacted index holds exactly what the uncompacted one does.
+
+mod common;
+use common::*;
+use skillidx::home::Root;
+use skillidx::store::Compaction;
+use skillidx::Index;
+use std::path::Path;
+
+fn size(db: &Path) -> u64 {
+    std::fs::metadata(db).unwrap().len()
+}
+
+fn cli_sync(home: &Path, db: &Path, rebuild: bool) {
+    let mut cmd = bin();
+    cmd.arg("sync").arg("--home").arg(home).arg("--db").arg(db);
+    if rebuild {
+        cmd.arg("--rebuild");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("compacted"), "{stdout}");
+}
+
+/// A home of `n` generated skills with distinct words, for when the shared corpus is absent.
+fn generated_home(n: usize) -> Home {
+    let home = Home::new();
+    for i in 0..n {
+        let words: Vec<String> = (0..40)
+            .map(|j| format!("w{}x{}", i % 97, j * 31 + i))
+            .collect();
+        home.write(
+            &format!("c{}/s{i}", i % 7),
+            &format!(
+                "---\nname: skill-{i}\ndescription: does thing {i} with {}\n---\n# Skill {i}\n\n{}\n",
+                words[0],
+                words.join(" ")
+            ),
+        );
+    }
+    home
+}
+
+#[test]
+fn a_rebuild_gives_the_freed_pages_back() {
+    let generated;
+    let home = match corpus() {
+        Some(c) => c,
+        None => {
+            generated = generated_home(600);
+            generated.path().to_owned()
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("index.redb");
+    cli_sync(&home, &db, false);
+    let built = size(&db);
+    let before = digest(&db, "default");
+    // The rebuild writes a whole new index beside the old one in one transaction: the file
+    // would hold both (about twice the size) without the compaction.
+    cli_sync(&home, &db, true);
+    let rebuilt = size(&db);
+    assert!(
+        rebuilt * 100 <= built * 105,
+        "rebuilt file {rebuilt} bytes, built {built}"
+    );
+    assert_eq!(digest(&db, "default"), before);
+}
+
+#[test]
+fn a_first_build_is_compacted() {
+    let Some(corpus) = corpus() else {
+        eprintln!("skipped: ../shared/corpus is not beside this checkout");
+        return;
+    };
+    // The CLI indexes the canonical home: so does the library here, for equal digests.
+    let corpus = corpus.canonicalize().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The library's sync does not compact: the size a build leaves.
+    let plain = dir.path().join("plain.redb");
+    {
+        let index = Index::open_writable(&plain).unwrap();
+        let profile = Root::from_home(&corpus).profile("default").unwrap();
+        index.sync(&profile, &Default::default()).unwrap();
+    }
+    let cli = dir.path().join("cli.redb");
+    cli_sync(&corpus, &cli, false);
+    assert!(
+        size(&cli) * 100 <= size(&plain) * 95,
+        "compacted {} bytes, not compacted {}",
+        size(&cli),
+        size(&plain)
+    );
+    assert_eq!(digest(&cli, "default"), digest(&plain, "default"));
+
+    // Compacting what is already compact has nothing to do.
+    let mut index = Index::open_writable(&cli).unwrap();
+    assert_eq!(index.compact().unwrap(), Compaction::NothingToDo);
+}
+
+#[test]
+fn another_process_reading_leaves_the_file_as_it_is() {
+    let home = generated_home(50);
+    let db = home.db();
+    home.sync();
+    // A read transaction held open by another handle (as another process's would be).
+    let reader = skillidx::store::Store::open_read(&db).unwrap();
+    let txn = reader.read().unwrap();
+    let mut index = Index::open_writable(&db).unwrap();
+    assert_eq!(index.compact().unwrap(), Compaction::Busy);
+    drop(txn);
+    assert_ne!(index.compact().unwrap(), Compaction::Busy);
+}
