@@ -7,8 +7,8 @@
 //! That count changes only when the profile is committed to or the hidden set changes, so
 //! each process keeps it for the index state it was counted in (file, profile, generation,
 //! and the start of the sync that made that generation, which tells apart a profile dropped
-//! and made again, or a rebuilt file) and the hidden documents; a later query with the term
-//! reads the count instead of walking the list.
+//! and made again, or a damaged file replaced by a new one) and the hidden documents; a
+//! later query with the term reads the count instead of walking the list.
 
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;

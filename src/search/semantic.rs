@@ -52,10 +52,10 @@ pub struct SemanticStage {
 }
 
 /// Which index state a [`Matrix`] was read from: the file, the profile, its generation (moved
-/// by every commit that changes the manifest) with the start of the sync that made it (a
-/// rebuilt file or a profile made again starts its generations over), and the number of
-/// rows of the vectors table (moved by a commit that only adds or drops vectors). Vectors of
-/// another model are never read into one (see `Snapshot::cosines`).
+/// by every commit that changes the manifest) with the start of the sync that made it (a new
+/// file that replaced a damaged one, or a profile made again, starts its generations over),
+/// and the number of rows of the vectors table (moved by a commit that only adds or drops
+/// vectors). Vectors of another model are never read into one (see `Snapshot::cosines`).
 type MatrixKey = (std::path::PathBuf, String, u64, i64, u64);
 
 /// Every stored vector of an indexed document, decoded once per index state: a query then
