@@ -595,10 +595,11 @@ impl<'s> Snapshot<'s> {
         }
         let plan = plan::plan(self, query, opts, &view)?;
         let floor = rank::floor(&plan, view.n, opts);
-        let scores = score::score_all(self, &plan, &view, opts, floor)?;
+        let mut pairs = proximity::Pairs::new(query, &plan, opts);
+        let scores = score::score_all(self, &plan, &view, opts, floor, pairs.as_mut())?;
         let scores = chitchat::cover(query, &plan, &view, opts, scores)
             .map_err(|e| self.store.bad_record(e))?;
-        let scores = proximity::boost(self, query, &plan, &view, opts, scores)?;
+        let scores = proximity::boost(self, pairs, opts, scores)?;
         Ok((scores, plan, view))
     }
 }

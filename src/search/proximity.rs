@@ -15,7 +15,7 @@
 //! only for short requests: a long turn (more than [`MAX_TERMS`] terms) is not a phrase.
 
 use super::plan::Plan;
-use super::{Ranking, SearchOptions, Snapshot, View};
+use super::{Ranking, SearchOptions, Snapshot};
 use crate::fields::Field;
 use crate::store::StoreError;
 use crate::tokenize::{analyze, analyze_where};
@@ -43,41 +43,94 @@ pub const DEFAULT_PROXIMITY: f64 = 0.3;
 /// The values cross-validation chooses the weight from.
 pub const PROXIMITY_GRID: [f64; 7] = [0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6];
 
-/// Adds the proximity bonus to the best [`CANDIDATES`] of `scores` (see the module). The
-/// seed ranking, and a query with fewer than two Latin terms, are left as they are.
+/// The query's ordered term pairs (see the module), set up before scoring so that the
+/// scoring walk notes where their terms occur and no list is decoded twice.
+pub(super) struct Pairs {
+    /// The pairs' terms, sorted; a pair is two indices into them.
+    terms: Vec<String>,
+    /// (first, second, weight) of each pair.
+    pairs: Vec<(u8, u8, f64)>,
+    /// For each planned term, its index in `terms` when it is one.
+    watched: Vec<Option<u8>>,
+    /// For each of `terms`, the postings (document, name/description bits) of the planned
+    /// terms that are it, in list order, left out where neither bit is set.
+    seen: Vec<Vec<(u32, u32)>>,
+}
+
+impl Pairs {
+    /// The pairs of `query`, or `None` when [`boost`] would change nothing whatever the
+    /// scores: the seed ranking, proximity switched off, or fewer than two Latin terms in
+    /// a pair.
+    pub(super) fn new(query: &str, plan: &Plan, opts: &SearchOptions) -> Option<Pairs> {
+        if opts.ranking != Ranking::Default
+            || !opts.ingredients.proximity
+            || opts.ingredients.weights.proximity <= 0.0
+        {
+            return None;
+        }
+        let named = query_pairs(query, plan);
+        if named.is_empty() {
+            return None;
+        }
+        let mut terms: Vec<String> = named
+            .iter()
+            .flat_map(|(a, b, _)| [a.clone(), b.clone()])
+            .collect();
+        terms.sort_unstable();
+        terms.dedup();
+        let index = |term: &str| {
+            terms
+                .binary_search_by(|t| t.as_str().cmp(term))
+                .ok()
+                .map(|i| i as u8)
+        };
+        let pairs = named
+            .iter()
+            .map(|(a, b, w)| (index(a).unwrap_or(0), index(b).unwrap_or(0), *w))
+            .collect();
+        let watched = plan.terms.iter().map(|t| index(&t.term)).collect();
+        let seen = vec![Vec::new(); terms.len()];
+        Some(Pairs {
+            terms,
+            pairs,
+            watched,
+            seen,
+        })
+    }
+
+    /// Where the scoring walk of planned term `i` notes its postings, if it is a pair term.
+    pub(super) fn watching(&mut self, i: usize) -> Option<&mut Vec<(u32, u32)>> {
+        let j = self.watched.get(i).copied().flatten()?;
+        self.seen.get_mut(usize::from(j))
+    }
+
+    /// Notes a posting of a pair term, with `mask` its fields.
+    #[inline]
+    pub(super) fn note(seen: &mut Vec<(u32, u32)>, doc: u32, mask: u32) {
+        if mask & NAME_OR_DESCRIPTION != 0 {
+            seen.push((doc, mask & NAME_OR_DESCRIPTION));
+        }
+    }
+}
+
+/// Adds the proximity bonus to the best [`CANDIDATES`] of `scores` (see the module), for
+/// the `pairs` that scoring noted. No pairs (the seed ranking, a query with fewer than two
+/// Latin terms), or fewer than two scores, leave the scores as they are.
 pub(super) fn boost(
     snap: &Snapshot,
-    query: &str,
-    plan: &Plan,
-    view: &View,
+    pairs: Option<Pairs>,
     opts: &SearchOptions,
     mut scores: Vec<(u32, f64)>,
 ) -> Result<Vec<(u32, f64)>, StoreError> {
+    let Some(pairs) = pairs else {
+        return Ok(scores);
+    };
+    if scores.len() < 2 {
+        return Ok(scores);
+    }
     let weight = opts.ingredients.weights.proximity;
-    if opts.ranking != Ranking::Default
-        || !opts.ingredients.proximity
-        || weight <= 0.0
-        || scores.len() < 2
-    {
-        return Ok(scores);
-    }
-    let pairs = query_pairs(query, plan);
-    if pairs.is_empty() {
-        return Ok(scores);
-    }
-    let total: f64 = pairs.iter().map(|p| p.2).sum();
-    // The pairs' terms, sorted; a pair is then two indices into them.
-    let mut terms: Vec<&str> = pairs
-        .iter()
-        .flat_map(|(a, b, _)| [a.as_str(), b.as_str()])
-        .collect();
-    terms.sort_unstable();
-    terms.dedup();
-    let index = |term: &str| terms.binary_search(&term).unwrap_or(0) as u8;
-    let pairs: Vec<(u8, u8, f64)> = pairs
-        .iter()
-        .map(|(a, b, w)| (index(a), index(b), *w))
-        .collect();
+    let total: f64 = pairs.pairs.iter().map(|p| p.2).sum();
+    let terms: Vec<&str> = pairs.terms.iter().map(String::as_str).collect();
     // The best CANDIDATES, selected (in no particular order) rather than sorting every
     // match: the bonus each gets does not depend on the order they are visited in.
     if scores.len() > CANDIDATES {
@@ -91,8 +144,7 @@ pub(super) fn boost(
         .max_by(f64::total_cmp)
         .unwrap_or(0.0);
     let docs: Vec<u32> = candidates.iter().map(|&(d, _)| d).collect();
-    let possible =
-        pairs_possible(plan, view, &terms, &pairs, &docs).map_err(|e| snap.store.bad_record(e))?;
+    let possible = pairs_possible(&pairs, &docs);
     for ((doc, score), possible) in candidates.iter_mut().zip(possible) {
         if possible == 0 {
             // No pair can be in order there: it gains nothing (`+= 0.0` would leave the
@@ -116,6 +168,7 @@ pub(super) fn boost(
             analyze_if(Field::Description, &body.description),
         ];
         let got: f64 = pairs
+            .pairs
             .iter()
             .filter(|&&(a, b, _)| fields.iter().any(|f| ordered(f, a, b)))
             .map(|p| p.2)
@@ -129,39 +182,33 @@ pub(super) fn boost(
 const NAME_OR_DESCRIPTION: u32 = 1 << Field::Name as u32 | 1 << Field::Description as u32;
 
 /// For each of `docs`, the fields among the name and the description (as a mask) that hold
-/// both terms of some pair, as the postings' field masks say. Those fields are indexed with the analyzer that
-/// [`boost`] applies to the record, so a pair in order in a field needs both of its terms
-/// in that field's postings: a field this leaves out has no pair in order, and
-/// reading and analysing it (or the whole record, for an empty mask) can be skipped without
-/// changing any score.
-fn pairs_possible(
-    plan: &Plan,
-    view: &View,
-    terms: &[&str],
-    pairs: &[(u8, u8, f64)],
-    docs: &[u32],
-) -> Result<Vec<u32>, String> {
+/// both terms of some pair, as the postings' field masks (noted while scoring) say. Those
+/// fields are indexed with the analyzer that [`boost`] applies to the record, so a pair in
+/// order in a field needs both of its terms in that field's postings: a field this leaves
+/// out has no pair in order, and reading and analysing it (or the whole record, for an
+/// empty mask) can be skipped without changing any score.
+fn pairs_possible(pairs: &Pairs, docs: &[u32]) -> Vec<u32> {
+    let terms = pairs.terms.len();
     let mut sorted: Vec<(u32, usize)> = docs.iter().enumerate().map(|(i, &d)| (d, i)).collect();
     sorted.sort_unstable();
-    // masks[candidate * terms + term]: the name/description bits of the term's posting.
-    let mut masks = vec![0u32; docs.len() * terms.len()];
-    for (j, term) in terms.iter().enumerate() {
-        for t in plan.terms.iter().filter(|t| t.term == *term) {
-            t.list.visit(view, |doc, mask, _| {
-                if let Ok(s) = sorted.binary_search_by_key(&doc, |&(d, _)| d) {
-                    masks[sorted[s].1 * terms.len() + j] |= mask & NAME_OR_DESCRIPTION;
-                }
-            })?;
+    // masks[candidate * terms + term]: the name/description bits of the term's postings.
+    let mut masks = vec![0u32; docs.len() * terms];
+    for (j, seen) in pairs.seen.iter().enumerate() {
+        for &(doc, mask) in seen {
+            if let Ok(s) = sorted.binary_search_by_key(&doc, |&(d, _)| d) {
+                masks[sorted[s].1 * terms + j] |= mask;
+            }
         }
     }
-    Ok((0..docs.len())
+    (0..docs.len())
         .map(|i| {
-            let row = &masks[i * terms.len()..(i + 1) * terms.len()];
+            let row = &masks[i * terms..(i + 1) * terms];
             pairs
+                .pairs
                 .iter()
                 .fold(0, |m, &(a, b, _)| m | row[a as usize] & row[b as usize])
         })
-        .collect())
+        .collect()
 }
 
 /// The query's ordered term pairs with their weights: two scored Latin terms (a typo as

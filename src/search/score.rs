@@ -7,6 +7,7 @@
 //! next step's work.
 
 use super::plan::{Plan, PlannedTerm};
+use super::proximity::Pairs;
 use super::{Ingredients, Params, Ranking, SearchOptions, Snapshot, View};
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::store::StoreError;
@@ -55,17 +56,25 @@ pub(super) fn score_all(
     view: &View,
     opts: &SearchOptions,
     floor: f64,
+    mut pairs: Option<&mut Pairs>,
 ) -> Result<Vec<(u32, f64)>, StoreError> {
     // Every counted posting may touch a new document: room for them all up front, so the
     // list of touched documents never grows by copying.
     let postings: usize = plan.terms.iter().map(|t| t.list.df as usize).sum();
     let mut acc = Accumulator::take(snap.stats.next_doc as usize, postings);
-    for t in &plan.terms {
-        t.list
-            .visit(view, |doc, mask, stats| {
+    for (i, t) in plan.terms.iter().enumerate() {
+        let walked = match pairs.as_deref_mut().and_then(|p| p.watching(i)) {
+            // A term of a proximity pair: where it occurs is noted on the way, so that
+            // proximity need not decode its list again.
+            Some(seen) => t.list.visit(view, |doc, mask, stats| {
                 acc.add(doc, term_score(t, stats, mask, view, opts));
-            })
-            .map_err(|e| snap.store.bad_record(e))?;
+                Pairs::note(seen, doc, mask);
+            }),
+            None => t.list.visit(view, |doc, mask, stats| {
+                acc.add(doc, term_score(t, stats, mask, view, opts));
+            }),
+        };
+        walked.map_err(|e| snap.store.bad_record(e))?;
     }
     Ok(acc.finish(floor))
 }
