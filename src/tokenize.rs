@@ -150,8 +150,9 @@ pub fn analyze_with(text: &str, emit: impl FnMut(&str)) {
 
 /// [`analyze_with`], except that a word `stem_if` rejects is emitted as it is, unstemmed.
 ///
-/// The stemmer keeps a word's first letter (`stems_keep_the_first_letter`), so a caller
-/// that looks for a few terms can reject every word whose first letter none of them has:
+/// The stemmer keeps a word's first letter and never lengthens it
+/// (`stems_keep_the_first_letter`), so a caller that looks for a few terms can reject every
+/// word whose first letter none of them has, or that is shorter than each that has it:
 /// stemmed or not, such a word is none of its terms. In a new process, with no stem
 /// cached yet, stemming is most of what analysing a description costs.
 pub fn analyze_where(text: &str, stem_if: impl Fn(&str) -> bool, mut emit: impl FnMut(&str)) {
@@ -318,11 +319,12 @@ mod tests {
         assert_eq!(analyze("k8s s3 gpt4"), ["k8s", "s3", "gpt4"]);
     }
 
-    /// What `analyze_where` relies on: no stem starts with another letter than its word.
-    /// Snowball's English rules rewrite suffixes only; its exceptions (`dying` → `die`,
-    /// `skies` → `sky`) and its `y` handling keep the first letter too. Checked on those
-    /// and on every combination of a first letter, a short core and a suffix the rules
-    /// know.
+    /// What `analyze_where` relies on: no stem starts with another letter than its word,
+    /// and none is longer. Snowball's English rules rewrite suffixes only, each into one no
+    /// longer (step 1b adds an `e` only after removing `ed` or `ing`); its exceptions
+    /// (`dying` → `die`, `skies` → `sky`) and its `y` handling keep the first letter too.
+    /// Checked on those and on every combination of a first letter, a short core and a
+    /// suffix the rules know.
     #[test]
     fn stems_keep_the_first_letter() {
         let exceptions = [
@@ -384,6 +386,7 @@ mod tests {
         for w in words.iter().filter(|w| w.len() > 2) {
             let stem = stemmer().stem(w);
             assert_eq!(stem.chars().next(), w.chars().next(), "{w} -> {stem}");
+            assert!(stem.len() <= w.len(), "{w} -> {stem} is longer");
         }
     }
 

@@ -268,11 +268,19 @@ const OTHER: u8 = u8::MAX;
 /// `text` analysed, each term as its index in `terms` (at most 254 of them), or [`OTHER`]:
 /// the order of the pair terms and the distances between them, without a string per term.
 fn term_ids(text: &str, terms: &[&str]) -> Vec<u8> {
-    let firsts: Vec<u8> = terms.iter().filter_map(|t| t.bytes().next()).collect();
+    let firsts: Vec<(u8, usize)> = terms
+        .iter()
+        .filter_map(|t| Some((t.bytes().next()?, t.len())))
+        .collect();
     let mut ids = Vec::new();
-    // A word with another first letter than every term is none of them, stemmed or not
-    // (see `analyze_where`), so it is not stemmed.
-    let stem_if = |w: &str| w.bytes().next().is_some_and(|b| firsts.contains(&b));
+    // A word that has another first letter than every term, or is shorter than each term
+    // with its first letter, is none of them, stemmed or not (see `analyze_where`), so it
+    // is not stemmed.
+    let stem_if = |w: &str| {
+        w.bytes()
+            .next()
+            .is_some_and(|b| firsts.iter().any(|&(f, len)| f == b && w.len() >= len))
+    };
     analyze_where(text, stem_if, |t| {
         ids.push(
             terms
