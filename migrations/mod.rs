@@ -25,12 +25,18 @@ pub mod schema_v2;
 pub mod v1_to_v2;
 pub mod v2_to_v3;
 pub mod v3_to_v4;
+pub mod v4_to_v5;
 
 /// A migration step from version `from` to `from + 1`.
 pub type Step = fn(&Store, &redb::WriteTransaction) -> Result<()>;
 
 /// The steps, indexed by the version they start from (`STEPS[0]` starts from 1).
-pub const STEPS: &[Step] = &[v1_to_v2::migrate, v2_to_v3::migrate, v3_to_v4::migrate];
+pub const STEPS: &[Step] = &[
+    v1_to_v2::migrate,
+    v2_to_v3::migrate,
+    v3_to_v4::migrate,
+    v4_to_v5::migrate,
+];
 
 /// Brings `store`, found at schema `found`, up to [`SCHEMA_VERSION`], one committed step
 /// at a time. The version is read again inside each step's write transaction: another

@@ -76,10 +76,36 @@ pub fn analyze(skill: &Skill) -> Analyzed {
     Analyzed { lens, terms }
 }
 
+/// A name and a description as the default analyzer sees them: their terms in order (one
+/// per occurrence), each field's joined by single spaces (no term holds a space). Stored per
+/// document, so that proximity learns word order without analysing the text again; it
+/// finds there exactly the terms it would find by analysing.
+pub fn word_order(name: &str, description: &str) -> (String, String) {
+    let joined = |text: &str| {
+        let mut out = String::new();
+        analyze_with(text, |t| {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(t);
+        });
+        out
+    };
+    (joined(name), joined(description))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::skill::{parse_text, Location, Origin};
+
+    #[test]
+    fn word_order_is_the_analysed_terms_in_order() {
+        let (name, description) = word_order("pdf-to-markdown", "Converts PDF (.pdf) files");
+        assert_eq!(name, "pdf to markdown");
+        assert_eq!(description, "convert pdf pdf file");
+        assert_eq!(word_order("", "用python写脚本").1, "用 python 写脚 脚本");
+    }
 
     #[test]
     fn counts_terms_per_field_with_lengths() {

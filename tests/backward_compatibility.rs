@@ -166,6 +166,40 @@ fn schema_3_gets_the_compact_forward_index_and_answers_as_before() {
     }
 }
 
+#[test]
+fn schema_4_gets_the_word_order_table_and_answers_as_before() {
+    let (_dir, db) = fixture_copy(4);
+    let index = Index::open(&db).unwrap();
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh = Index::open_writable(&fresh_dir.path().join("fresh.redb")).unwrap();
+    fresh.sync(&example_profile(), &Default::default()).unwrap();
+    // "PDF to Markdown" has a pair in order, so proximity reads the migrated table.
+    assert_same_answers(&index, &fresh, "turn this PDF into Markdown");
+    // Every document has its name and description in word order, as a sync writes them.
+    use redb::{ReadableTable, ReadableTableMetadata};
+    use skillidx::store::records::{DocBody, DocHead};
+    use skillidx::store::{decode, encode, ProfileTables};
+    let store = index.store();
+    let txn = store.read().unwrap();
+    for profile in ["default", "work"] {
+        let t = ProfileTables::new(profile);
+        let docs = txn.open_table(t.docs()).unwrap();
+        let words = txn.open_table(t.words()).unwrap();
+        assert!(docs.len().unwrap() > 0, "{profile}");
+        assert_eq!(docs.len().unwrap(), words.len().unwrap(), "{profile}");
+        for row in docs.iter().unwrap() {
+            let (k, v) = row.unwrap();
+            let (head, body): (DocHead, DocBody) = decode(store, v.value(), "doc").unwrap();
+            let want = encode(&skillidx::analyze::word_order(
+                &head.name,
+                &body.description,
+            ));
+            let got = words.get(k.value()).unwrap().expect("word order row");
+            assert_eq!(got.value(), want.as_slice(), "{}", head.key);
+        }
+    }
+}
+
 /// Checks every active document's forward index against the postings lists; returns the
 /// number of forward entries of active documents and of postings entries.
 fn forward_and_postings(index: &Index, profile: &str) -> (usize, usize) {

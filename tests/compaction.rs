@@ -92,8 +92,11 @@ fn a_first_build_is_compacted() {
     }
     let cli = dir.path().join("cli.redb");
     cli_sync(&corpus, &cli, false);
+    // What compaction frees depends on how the build's transaction fragmented the file
+    // (8 % at schema 4, 3 % since the word order table fills some of the free pages): it
+    // must free some.
     assert!(
-        size(&cli) * 100 <= size(&plain) * 95,
+        size(&cli) * 100 <= size(&plain) * 98,
         "compacted {} bytes, not compacted {}",
         size(&cli),
         size(&plain)

@@ -235,6 +235,7 @@ fn the_digest_sees_every_table() {
         "== docs",
         "== manifest",
         "== terms",
+        "== words",
         "== postings",
         "== state",
     ] {

@@ -9,15 +9,17 @@
 //! the bonus is on the scale of the query's scores whatever their size; `weight`
 //! ([`DEFAULT_PROXIMITY`]) is chosen by cross-validation (`skillidx eval --folds 5`).
 //!
-//! Positions are not in the postings, so the name and description of the few candidates are
-//! read back from their records and analysed again with the same analyzer. Only the
-//! Latin-script query terms count (CJK bigrams overlap, so their order says little), and
-//! only for short requests: a long turn (more than [`MAX_TERMS`] terms) is not a phrase.
+//! Positions are not in the postings: the sync stores each document's name and description
+//! analysed, in word order (the `words` table, `analyze::word_order`), and the few candidates'
+//! are read from there (a document without that row is analysed from its record, with the
+//! same analyzer). Only the Latin-script query terms count (CJK bigrams overlap, so their
+//! order says little), and only for short requests: a long turn (more than [`MAX_TERMS`]
+//! terms) is not a phrase.
 
 use super::plan::Plan;
 use super::{Ranking, SearchOptions, Snapshot};
 use crate::fields::Field;
-use crate::store::StoreError;
+use crate::store::{open_or_none, ProfileTables, StoreError};
 use crate::tokenize::{analyze, analyze_where};
 use rustc_hash::FxHashMap;
 
@@ -145,28 +147,59 @@ pub(super) fn boost(
         .unwrap_or(0.0);
     let docs: Vec<u32> = candidates.iter().map(|&(d, _)| d).collect();
     let possible = pairs_possible(&pairs, &docs);
+    let word_order = open_or_none(
+        snap.store,
+        snap.txn,
+        ProfileTables::new(&snap.profile).words(),
+    )?;
     for ((doc, score), possible) in candidates.iter_mut().zip(possible) {
         if possible == 0 {
             // No pair can be in order there: it gains nothing (`+= 0.0` would leave the
             // score as it is), so its record is neither read nor analysed.
             continue;
         }
-        let Some((head, body)) = snap.doc(*doc)? else {
-            continue;
+        // A field that holds both terms of no pair has no pair in order: left unread (as
+        // no terms), it changes nothing.
+        let wanted = |field: Field| possible & 1 << field as u32 != 0;
+        let stored = match &word_order {
+            Some(table) => table.get(*doc).map_err(|e| snap.store.err(e))?,
+            None => None,
         };
-        // A field that holds both terms of no pair has no pair in order: left unanalysed
-        // (as no terms), it changes nothing.
-        let analyze_if = |field: Field, text: &str| {
-            if possible & 1 << field as u32 != 0 {
-                term_ids(text, &terms)
-            } else {
-                Vec::new()
+        let fields = match &stored {
+            Some(row) => {
+                let (name, description): (&str, &str) = postcard::from_bytes(row.value())
+                    .map_err(|e| snap.store.bad_record(format!("word order of {doc}: {e}")))?;
+                let ids_if = |field, words| {
+                    if wanted(field) {
+                        stored_ids(words, &terms)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                [
+                    ids_if(Field::Name, name),
+                    ids_if(Field::Description, description),
+                ]
+            }
+            // A document without its word order (a damaged file) is analysed here, with
+            // the same analyzer: slower, the same bonus.
+            None => {
+                let Some((head, body)) = snap.doc(*doc)? else {
+                    continue;
+                };
+                let analyze_if = |field, text: &str| {
+                    if wanted(field) {
+                        term_ids(text, &terms)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                [
+                    analyze_if(Field::Name, &head.name),
+                    analyze_if(Field::Description, &body.description),
+                ]
             }
         };
-        let fields = [
-            analyze_if(Field::Name, &head.name),
-            analyze_if(Field::Description, &body.description),
-        ];
         let got: f64 = pairs
             .pairs
             .iter()
@@ -292,6 +325,23 @@ fn term_ids(text: &str, terms: &[&str]) -> Vec<u8> {
     ids
 }
 
+/// [`term_ids`] of a field from its stored word order (`analyze::word_order`: the analysed
+/// terms joined by single spaces), without analysing it again.
+fn stored_ids(words: &str, terms: &[&str]) -> Vec<u8> {
+    if words.is_empty() {
+        return Vec::new();
+    }
+    words
+        .split(' ')
+        .map(|w| {
+            terms
+                .iter()
+                .position(|&t| t == w)
+                .map_or(OTHER, |i| i as u8)
+        })
+        .collect()
+}
+
 /// Whether term `a` is followed by term `b` at most [`WINDOW`] positions later in `ids`.
 fn ordered(ids: &[u8], a: u8, b: u8) -> bool {
     ids.iter()
@@ -323,6 +373,25 @@ mod tests {
             "markdown"
         ));
         assert!(in_order("pdf one two three markdown", "pdf", "markdown"));
+    }
+
+    #[test]
+    fn stored_word_order_gives_the_ids_analysis_gives() {
+        let texts = [
+            "Converts PDF (.pdf) documents into Markdown so they can be read",
+            "pdfToMarkdown: running the converter, 用python写脚本",
+            "",
+            "Deploying deployments to Kubernetes (k8s) clusters",
+        ];
+        let terms = ["convert", "deploy", "k8s", "markdown", "pdf"];
+        for text in texts {
+            let (_, stored) = crate::analyze::word_order("", text);
+            assert_eq!(
+                stored_ids(&stored, &terms),
+                term_ids(text, &terms),
+                "{text}"
+            );
+        }
     }
 
     #[test]

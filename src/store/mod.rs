@@ -16,7 +16,7 @@ use redb::{
 use std::path::{Path, PathBuf};
 
 /// The layout version written by this build. See `migrations/`.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// Bytes every redb file starts with.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -445,6 +445,7 @@ pub struct ProfileTables {
     state: String,
     dirs: String,
     names: String,
+    words: String,
 }
 
 impl ProfileTables {
@@ -458,6 +459,7 @@ impl ProfileTables {
             state: format!("profile.{profile}.state"),
             dirs: format!("profile.{profile}.dirs"),
             names: format!("profile.{profile}.names"),
+            words: format!("profile.{profile}.words"),
         }
     }
 
@@ -487,6 +489,12 @@ impl ProfileTables {
     pub fn names(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.names)
     }
+    /// doc id → postcard `(String, String)`: the document's name and description analysed
+    /// ([`crate::analyze::word_order`]), each term once per occurrence, in order, joined by
+    /// single spaces. Proximity reads word order here instead of analysing the text again.
+    pub fn words(&self) -> TableDefinition<'_, u32, &'static [u8]> {
+        TableDefinition::new(&self.words)
+    }
     /// `stats` → [`CorpusStats`], `config` → [`ConfigSnapshot`], `offer_rules` →
     /// [`OfferRules`].
     pub fn state(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
@@ -508,6 +516,7 @@ pub fn delete_profile_tables(
     txn.delete_table(tables.postings()).map_err(err)?;
     txn.delete_table(tables.dirs()).map_err(err)?;
     txn.delete_table(tables.names()).map_err(err)?;
+    txn.delete_table(tables.words()).map_err(err)?;
     txn.delete_table(tables.state()).map_err(err)?;
     Ok(())
 }

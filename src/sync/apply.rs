@@ -130,6 +130,8 @@ struct NewDoc {
     body: DocBody,
     /// Its forward index, encoded.
     forward: Vec<u8>,
+    /// Its name and description in word order, encoded (the `words` table).
+    words: Vec<u8>,
 }
 
 /// Moves the parsed skills the plan adds out of their observations.
@@ -153,6 +155,7 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
             skill,
             lens,
             forward,
+            words,
         } = *parsed;
         let doc = NewDoc {
             head: DocHead {
@@ -181,6 +184,7 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
                 flags: skill.flags,
             },
             forward,
+            words,
         };
         out.push((id, doc));
     }
@@ -230,6 +234,10 @@ impl Documents<'_> {
         let mut terms = self
             .txn
             .open_table(self.tables.terms())
+            .map_err(|e| self.err(e))?;
+        let mut words = self
+            .txn
+            .open_table(self.tables.words())
             .map_err(|e| self.err(e))?;
         let mut names = self
             .txn
@@ -364,6 +372,7 @@ impl Documents<'_> {
         for &d in &gone {
             docs.remove(d).map_err(|e| self.err(e))?;
             terms.remove(d).map_err(|e| self.err(e))?;
+            words.remove(d).map_err(|e| self.err(e))?;
         }
         let mut new_by_id: FxHashMap<u32, NewDoc> = FxHashMap::default();
         for (id, doc) in new {
@@ -422,6 +431,9 @@ impl Documents<'_> {
                     .map_err(|e| self.err(e))?;
                 terms
                     .insert(*id, doc.forward.as_slice())
+                    .map_err(|e| self.err(e))?;
+                words
+                    .insert(*id, doc.words.as_slice())
                     .map_err(|e| self.err(e))?;
                 continue;
             }

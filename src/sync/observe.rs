@@ -5,7 +5,7 @@
 //! [`MAX_FILE_BYTES`], never a FIFO), hashed with blake3, and parsed and analysed only when
 //! the hash differs from the base's. Files are observed in parallel (rayon).
 
-use crate::analyze::{analyze, Analyzed};
+use crate::analyze::{analyze, word_order, Analyzed};
 use crate::failpoint;
 use crate::fields::FIELD_COUNT;
 use crate::forward;
@@ -32,16 +32,21 @@ pub struct Parsed {
     /// parallel workers, so a sync of many new skills holds a few hundred bytes per skill
     /// until apply instead of every term's statistics, and apply writes the bytes as they are.
     pub forward: Vec<u8>,
+    /// Its name and description in word order, as the `words` table stores them
+    /// ([`crate::analyze::word_order`]), encoded here too.
+    pub words: Vec<u8>,
 }
 
 impl Parsed {
     /// Tokenizes `skill`.
     pub fn new(skill: Skill) -> Parsed {
         let Analyzed { lens, terms } = analyze(&skill);
+        let words = crate::store::encode(&word_order(&skill.name, &skill.description));
         Parsed {
             skill,
             lens,
             forward: forward::encode(&terms),
+            words,
         }
     }
 }

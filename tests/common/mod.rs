@@ -238,6 +238,19 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
         out.push_str(&format!("{k} {v:?}\n"));
     }
 
+    out.push_str("== words\n");
+    let mut words: BTreeMap<String, (String, String)> = BTreeMap::new();
+    if let Ok(table) = txn.open_table(t.words()) {
+        for row in table.iter().unwrap() {
+            let (k, v) = row.unwrap();
+            let order: (String, String) = decode(store, v.value(), "word order").unwrap();
+            words.insert(p(k.value()), order);
+        }
+    }
+    for (k, v) in &words {
+        out.push_str(&format!("{k} {v:?}\n"));
+    }
+
     out.push_str("== postings\n");
     if let Ok(table) = txn.open_table(t.postings()) {
         for row in table.iter().unwrap() {
