@@ -149,14 +149,21 @@ fn schema_2_migrates_then_syncs_every_file_again_and_gains_a_folder_cache() {
     );
 }
 
-#[test]
-fn schema_3_gets_the_compact_forward_index_and_answers_as_before() {
-    let (_dir, db) = fixture_copy(3);
+/// The fixture of schema `version`, opened (and so migrated), after checking that it
+/// answers `first` and a few more queries exactly as a fresh build of the example home.
+fn migrated_and_answering_as_fresh(version: u32, first: &str) -> (tempfile::TempDir, Index) {
+    let (dir, db) = fixture_copy(version);
     let index = Index::open(&db).unwrap();
     let fresh_dir = tempfile::tempdir().unwrap();
     let fresh = Index::open_writable(&fresh_dir.path().join("fresh.redb")).unwrap();
     fresh.sync(&example_profile(), &Default::default()).unwrap();
-    assert_same_answers(&index, &fresh, "convert a PDF file to Markdown");
+    assert_same_answers(&index, &fresh, first);
+    (dir, index)
+}
+
+#[test]
+fn schema_3_gets_the_compact_forward_index_and_answers_as_before() {
+    let (_dir, index) = migrated_and_answering_as_fresh(3, "convert a PDF file to Markdown");
     // Every re-encoded forward index names exactly the postings its document is in, with
     // the same statistics: what a later sync relies on to take the document out again.
     for profile in ["default", "work"] {
@@ -168,13 +175,8 @@ fn schema_3_gets_the_compact_forward_index_and_answers_as_before() {
 
 #[test]
 fn schema_4_gets_the_word_order_table_and_answers_as_before() {
-    let (_dir, db) = fixture_copy(4);
-    let index = Index::open(&db).unwrap();
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let fresh = Index::open_writable(&fresh_dir.path().join("fresh.redb")).unwrap();
-    fresh.sync(&example_profile(), &Default::default()).unwrap();
-    // "PDF to Markdown" has a pair in order, so proximity reads the migrated table.
-    assert_same_answers(&index, &fresh, "turn this PDF into Markdown");
+    // "PDF into Markdown" has a pair in order, so proximity reads the migrated table.
+    let (_dir, index) = migrated_and_answering_as_fresh(4, "turn this PDF into Markdown");
     // Every document has its name and description in word order, as a sync writes them.
     use redb::{ReadableTable, ReadableTableMetadata};
     use skillidx::store::records::{DocBody, DocHead};
