@@ -155,7 +155,7 @@ pub(super) fn boost(
     for ((doc, score), possible) in candidates.iter_mut().zip(possible) {
         if possible == 0 {
             // No pair can be in order there: it gains nothing (`+= 0.0` would leave the
-            // score as it is), so its record is neither read nor analysed.
+            // score as it is), so nothing of it is read.
             continue;
         }
         // A field that holds both terms of no pair has no pair in order: left unread (as
