@@ -158,48 +158,37 @@ pub(super) fn boost(
             // score as it is), so nothing of it is read.
             continue;
         }
-        // A field that holds both terms of no pair has no pair in order: left unread (as
-        // no terms), it changes nothing.
-        let wanted = |field: Field| possible & 1 << field as u32 != 0;
         let stored = match &word_order {
             Some(table) => table.get(*doc).map_err(|e| snap.store.err(e))?,
             None => None,
         };
-        let fields = match &stored {
+        let record;
+        let (texts, in_order_already) = match &stored {
             Some(row) => {
-                let (name, description): (&str, &str) = postcard::from_bytes(row.value())
+                let texts: (&str, &str) = postcard::from_bytes(row.value())
                     .map_err(|e| snap.store.bad_record(format!("word order of {doc}: {e}")))?;
-                let ids_if = |field, words| {
-                    if wanted(field) {
-                        stored_ids(words, &terms)
-                    } else {
-                        Vec::new()
-                    }
-                };
-                [
-                    ids_if(Field::Name, name),
-                    ids_if(Field::Description, description),
-                ]
+                (texts, true)
             }
             // A document without its word order (a damaged file) is analysed here, with
             // the same analyzer: slower, the same bonus.
             None => {
-                let Some((head, body)) = snap.doc(*doc)? else {
+                record = snap.doc(*doc)?;
+                let Some((head, body)) = &record else {
                     continue;
                 };
-                let analyze_if = |field, text: &str| {
-                    if wanted(field) {
-                        term_ids(text, &terms)
-                    } else {
-                        Vec::new()
-                    }
-                };
-                [
-                    analyze_if(Field::Name, &head.name),
-                    analyze_if(Field::Description, &body.description),
-                ]
+                ((head.name.as_str(), body.description.as_str()), false)
             }
         };
+        // A field that holds both terms of no pair has no pair in order: left unread (as
+        // no terms), it changes nothing.
+        let fields =
+            [(Field::Name, texts.0), (Field::Description, texts.1)].map(|(field, text)| {
+                match (possible & 1 << field as u32 != 0, in_order_already) {
+                    (false, _) => Vec::new(),
+                    (true, true) => stored_ids(text, &terms),
+                    (true, false) => term_ids(text, &terms),
+                }
+            });
         let got: f64 = pairs
             .pairs
             .iter()
@@ -216,10 +205,10 @@ const NAME_OR_DESCRIPTION: u32 = 1 << Field::Name as u32 | 1 << Field::Descripti
 
 /// For each of `docs`, the fields among the name and the description (as a mask) that hold
 /// both terms of some pair, as the postings' field masks (noted while scoring) say. Those
-/// fields are indexed with the analyzer that [`boost`] applies to the record, so a pair in
-/// order in a field needs both of its terms in that field's postings: a field this leaves
-/// out has no pair in order, and reading and analysing it (or the whole record, for an
-/// empty mask) can be skipped without changing any score.
+/// fields are indexed with the analyzer whose word order [`boost`] reads, so a pair in order
+/// in a field needs both of its terms in that field's postings: a field this leaves out has
+/// no pair in order, and reading it (or anything of the document, for an empty mask) can be
+/// skipped without changing any score.
 fn pairs_possible(pairs: &Pairs, docs: &[u32]) -> Vec<u32> {
     let terms = pairs.terms.len();
     let mut sorted: Vec<(u32, usize)> = docs.iter().enumerate().map(|(i, &d)| (d, i)).collect();
@@ -314,15 +303,16 @@ fn term_ids(text: &str, terms: &[&str]) -> Vec<u8> {
             .next()
             .is_some_and(|b| firsts.iter().any(|&(f, len)| f == b && w.len() >= len))
     };
-    analyze_where(text, stem_if, |t| {
-        ids.push(
-            terms
-                .iter()
-                .position(|&x| x == t)
-                .map_or(OTHER, |i| i as u8),
-        )
-    });
+    analyze_where(text, stem_if, |t| ids.push(id_of(t, terms)));
     ids
+}
+
+/// `term`'s index in `terms`, or [`OTHER`].
+fn id_of(term: &str, terms: &[&str]) -> u8 {
+    terms
+        .iter()
+        .position(|&t| t == term)
+        .map_or(OTHER, |i| i as u8)
 }
 
 /// [`term_ids`] of a field from its stored word order (`analyze::word_order`: the analysed
@@ -331,15 +321,7 @@ fn stored_ids(words: &str, terms: &[&str]) -> Vec<u8> {
     if words.is_empty() {
         return Vec::new();
     }
-    words
-        .split(' ')
-        .map(|w| {
-            terms
-                .iter()
-                .position(|&t| t == w)
-                .map_or(OTHER, |i| i as u8)
-        })
-        .collect()
+    words.split(' ').map(|w| id_of(w, terms)).collect()
 }
 
 /// Whether term `a` is followed by term `b` at most [`WINDOW`] positions later in `ids`.
