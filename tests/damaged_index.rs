@@ -156,3 +156,56 @@ fn a_missing_index_says_to_sync() {
         "{err}"
     );
 }
+
+#[test]
+fn a_document_without_its_word_order_is_analysed_instead() {
+    let h = Home::new();
+    h.skill(
+        "a/md-to-pdf",
+        "md-to-pdf",
+        "Converts Markdown documents into PDF files",
+    );
+    h.skill(
+        "a/pdf-to-md",
+        "pdf-to-md",
+        "Converts PDF documents into Markdown files",
+    );
+    assert!(cli(&h, &["sync"]).status.success());
+    let search = || {
+        let out = cli(&h, &["search", "convert a PDF to Markdown", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = search();
+    // Only the proximity bonus (from the stored word order) puts the PDF → Markdown skill
+    // first; without it the two tie and the id orders `md-to-pdf` first.
+    let first = before.find("\"pdf-to-md\"").expect("pdf-to-md found");
+    let second = before.find("\"md-to-pdf\"").expect("md-to-pdf found");
+    assert!(first < second, "{before}");
+    {
+        use redb::ReadableTable;
+        let db = redb::Database::create(h.db()).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<u32, &[u8]> =
+                redb::TableDefinition::new("profile.default.words");
+            let mut table = txn.open_table(def).unwrap();
+            let docs: Vec<u32> = table
+                .iter()
+                .unwrap()
+                .map(|row| row.unwrap().0.value())
+                .collect();
+            assert_eq!(docs.len(), 2);
+            for d in docs {
+                table.remove(d).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    // Analysed from the records instead: the same answer, scores included.
+    assert_eq!(search(), before);
+}
