@@ -22,10 +22,12 @@ use crate::failpoint;
 use crate::store::{Result, Store, StoreError, META, SCHEMA_VERSION};
 
 pub mod schema_v2;
+pub mod schema_v5;
 pub mod v1_to_v2;
 pub mod v2_to_v3;
 pub mod v3_to_v4;
 pub mod v4_to_v5;
+pub mod v5_to_v6;
 
 /// A migration step from version `from` to `from + 1`.
 pub type Step = fn(&Store, &redb::WriteTransaction) -> Result<()>;
@@ -36,6 +38,7 @@ pub const STEPS: &[Step] = &[
     v2_to_v3::migrate,
     v3_to_v4::migrate,
     v4_to_v5::migrate,
+    v5_to_v6::migrate,
 ];
 
 /// Brings `store`, found at schema `found`, up to [`SCHEMA_VERSION`], one committed step

@@ -13,7 +13,7 @@ use super::schema_v2::{
     CorpusStats, DocBody, DocHead, FieldStats, ManifestEntry, TermEntry, FIELD_COUNT,
 };
 use crate::fields::Field;
-use crate::postings::{self, Posting};
+use crate::postings::Posting;
 use crate::store::{decode, encode, ProfileTables, Result, Store};
 use crate::tokenize::analyze;
 use redb::{ReadableTable, WriteTransaction};
@@ -118,7 +118,7 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
         .map_err(|e| store.err(e))?;
     for (term, list) in postings {
         table
-            .insert(term.as_str(), postings::encode(&list).as_slice())
+            .insert(term.as_str(), super::schema_v5::encode(&list).as_slice())
             .map_err(|e| store.err(e))?;
     }
     drop(table);

@@ -14,7 +14,7 @@
 use super::schema_v2 as v2;
 use crate::fields::FIELD_COUNT;
 use crate::offer;
-use crate::postings::{self, Posting};
+use crate::postings::Posting;
 use crate::scan::FileStat;
 use crate::skill::{Conditions, Origin};
 use crate::store::records::*;
@@ -148,7 +148,7 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
         .map_err(|e| store.err(e))?;
     for (term, list) in lists {
         table
-            .insert(term.as_str(), postings::encode(&list).as_slice())
+            .insert(term.as_str(), super::schema_v5::encode(&list).as_slice())
             .map_err(|e| store.err(e))?;
     }
     drop(table);

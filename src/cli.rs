@@ -5,7 +5,7 @@
 
 use crate::home::{Profile, Root};
 use crate::offer::{Environments, Session};
-use crate::search::{Params, Ranking, SearchOptions};
+use crate::search::{Params, Ranking, Scoring, SearchOptions};
 use crate::store::Compaction;
 use crate::sync::{SyncOptions, SyncReport};
 use crate::Index;
@@ -325,6 +325,10 @@ struct Bm25Args {
     /// BM25 b.
     #[arg(long, default_value_t = 0.75)]
     b: f64,
+    /// How the top k is found: `auto`, `exhaustive` or `pruned` (MaxScore wherever it
+    /// applies). The same answer whichever; for measurements.
+    #[arg(long, default_value = "auto", hide = true)]
+    scoring: Scoring,
 }
 
 impl Bm25Args {
@@ -409,7 +413,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let profile = profile.name;
             let model = load_semantic(semantic);
             if batch {
-                let template = with_semantic(SearchOptions::default(), &model);
+                let template = SearchOptions {
+                    scoring: bm25.scoring,
+                    ..Default::default()
+                };
+                let template = with_semantic(template, &model);
                 return search_batch(&index, &profile, bm25, &session, &template);
             }
             let Some(query) = query else {
@@ -421,6 +429,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 params: bm25.params(),
                 ranking: bm25.ranking,
                 floor: bm25.floor,
+                scoring: bm25.scoring,
                 ..Default::default()
             };
             let opts = with_semantic(opts, &model);

@@ -1,17 +1,29 @@
 //! The postings codec: one term's list of (document, per-field statistics).
 //!
-//! A list starts with a header, a postcard `Vec<u32>` of (field mask, entries with that
-//! mask) pairs, ascending by mask, so a query reads a term's document frequency for any set
-//! of fields without walking the list. Then the list itself, a flat stream of `u32`s
-//! written with postcard (so every number is a varint): for each entry, ascending by document, `doc - previous_doc`, a field mask, then for each
-//! field in the mask, in field order, the term frequency and that field's length in the
-//! document. Carrying the field length beside the frequency lets a query score every
-//! posting without a second lookup per document, which is what keeps search in place
-//! (no per-process copy of document lengths) and fast.
+//! A list is three postcard `Vec<u32>`s, one after the other (so every number is a varint):
+//!
+//! 1. The header: (field mask, entries with that mask) pairs, ascending by mask, so a query
+//!    reads a term's document frequency for any set of fields without walking the list.
+//! 2. The block directory, empty for a list of at most [`BLOCK`] entries. Per block of
+//!    [`BLOCK`] entries (the last may hold fewer): its last document (as a gap from the
+//!    previous block's), its length in bytes, the fields that occur in it (a mask), then for
+//!    each of those fields, in field order, its largest frequency and its smallest length
+//!    in the block. A query reads the directory to jump over blocks without decoding them
+//!    and to bound what any document of a block can score (`search::maxscore`).
+//! 3. The entries, ascending by document: `doc - previous_doc`, a field mask, then for each
+//!    field in the mask, in field order, the term frequency and that field's length in the
+//!    document. Carrying the field length beside the frequency lets a query score every
+//!    posting without a second lookup per document, which is what keeps search in place
+//!    (no per-process copy of document lengths) and fast. A block's first entry is a gap
+//!    from the previous block's last document, so the entries read the same with or
+//!    without the directory.
 
 use crate::fields::{self, FieldStats, FIELD_COUNT};
 use crate::varint::{self, Reader};
 use serde::{Deserialize, Serialize};
+
+/// Entries per block of a list's directory; a list of at most this many has none.
+pub const BLOCK: usize = 128;
 
 /// One document's entry in a term's postings list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +113,7 @@ impl Builder {
         }
         let mut out = Vec::new();
         let mut doc = 0u32;
-        for_each_entry(&self.body, |delta, stats| {
+        for_each_entry(&self.body, |delta, stats, _| {
             doc += delta;
             out.push(Posting { doc, stats: *stats });
         });
@@ -114,15 +126,20 @@ impl Builder {
             return encode(&self.postings());
         }
         let mut masks = [0u32; 1 << FIELD_COUNT];
-        for_each_entry(&self.body, |_, stats| {
+        for_each_entry(&self.body, |_, stats, _| {
             masks[fields::mask(stats) as usize] += 1
         });
-        let mut out = Vec::with_capacity(self.body.len() + 16);
+        let directory = directory(&self.body);
+        let mut out = Vec::with_capacity(self.body.len() + 4 * directory.len() + 16);
         let pairs = masks.iter().filter(|&&n| n > 0).count();
         varint::write(&mut out, 2 * pairs as u64);
         for (m, &n) in masks.iter().enumerate().filter(|(_, &n)| n > 0) {
             varint::write(&mut out, m as u64);
             varint::write(&mut out, u64::from(n));
+        }
+        varint::write(&mut out, directory.len() as u64);
+        for &v in &directory {
+            varint::write(&mut out, u64::from(v));
         }
         varint::write(&mut out, self.values);
         out.extend_from_slice(&self.body);
@@ -130,8 +147,44 @@ impl Builder {
     }
 }
 
-/// Walks the entries of a body this module wrote: (delta as written, statistics).
-fn for_each_entry(body: &[u8], mut visit: impl FnMut(u32, &FieldStats)) {
+/// The block directory of the entries in `body` (see the module), as the values to write:
+/// empty when they fit one block.
+fn directory(body: &[u8]) -> Vec<u32> {
+    let mut blocks = Vec::new();
+    let mut current = Block::EMPTY;
+    let (mut entries, mut doc) = (0usize, 0u32);
+    for_each_entry(body, |delta, stats, end| {
+        doc += delta;
+        entries += 1;
+        current.add(doc, fields::mask(stats), stats);
+        current.end = end;
+        if entries % BLOCK == 0 {
+            blocks.push(std::mem::replace(&mut current, Block::EMPTY));
+        }
+    });
+    if entries <= BLOCK {
+        return Vec::new();
+    }
+    if current.mask != 0 {
+        blocks.push(current);
+    }
+    let mut out = Vec::with_capacity(blocks.len() * 7);
+    let (mut last, mut start) = (0u32, 0usize);
+    for b in &blocks {
+        out.extend([b.last - last, (b.end - start) as u32, b.mask]);
+        for (f, &(tf, len)) in b.bound.iter().enumerate() {
+            if b.mask & 1 << f != 0 {
+                out.extend([tf, len]);
+            }
+        }
+        (last, start) = (b.last, b.end);
+    }
+    out
+}
+
+/// Walks the entries of a body this module wrote: (delta as written, statistics, the
+/// offset in `body` just past the entry).
+fn for_each_entry(body: &[u8], mut visit: impl FnMut(u32, &FieldStats, usize)) {
     let mut r = Reader::new(body);
     while let (Some(delta), Some(mask)) = (r.next_u32(), r.next_u32()) {
         let mut stats: FieldStats = [(0, 0); FIELD_COUNT];
@@ -140,15 +193,18 @@ fn for_each_entry(body: &[u8], mut visit: impl FnMut(u32, &FieldStats)) {
                 *slot = (r.next_u32().unwrap_or(0), r.next_u32().unwrap_or(0));
             }
         }
-        visit(delta, &stats);
+        visit(delta, &stats, r.pos());
     }
 }
 
-/// A list's header: how many entries carry each field mask, and where the entries start.
+/// A list's header: how many entries carry each field mask, where the block directory is,
+/// and where the entries start.
 pub struct Header {
     /// (field mask, entries with exactly that mask), ascending by mask.
     pub masks: Vec<(u32, u32)>,
-    /// The offset of the entries in the list's bytes.
+    /// The block directory's values (offsets in the list's bytes) and how many there are.
+    directory: (usize, u64),
+    /// The offset of the entries (their postcard length prefix) in the list's bytes.
     pub body: usize,
 }
 
@@ -168,10 +224,74 @@ impl Header {
             };
             masks.push((m, c));
         }
+        let values = r.next_u64().ok_or(CodecError::Malformed(0))?;
+        let directory = (r.pos(), values);
+        for _ in 0..values {
+            r.next_u32().ok_or(CodecError::Malformed(0))?;
+        }
         Ok(Header {
             masks,
+            directory,
             body: r.pos(),
         })
+    }
+
+    /// The list's blocks (see the module), in document order; a list without a directory
+    /// is one block, found by walking its entries.
+    pub fn blocks(&self, bytes: &[u8]) -> Result<Vec<Block>, CodecError> {
+        let mut r = Reader::at(bytes, self.body);
+        r.next_u64().ok_or(CodecError::Malformed(0))?;
+        let entries = r.pos();
+        let (at, values) = self.directory;
+        if values == 0 {
+            let mut whole = Block {
+                end: bytes.len(),
+                ..Block::EMPTY
+            };
+            decode_masked(bytes, |doc, mask, stats| whole.add(doc, mask, stats))?;
+            return Ok(if whole.mask == 0 {
+                Vec::new()
+            } else {
+                vec![whole]
+            });
+        }
+        let mut r = Reader::at(bytes, at);
+        let mut blocks = Vec::with_capacity(values as usize / 5);
+        let (mut last, mut end, mut read) = (0u32, entries, 0u64);
+        while read < values {
+            let (Some(gap), Some(len), Some(mask)) = (r.next_u32(), r.next_u32(), r.next_u32())
+            else {
+                return Err(CodecError::Malformed(blocks.len() * BLOCK));
+            };
+            read += 3 + 2 * u64::from(mask.count_ones());
+            if mask == 0 || mask >> FIELD_COUNT != 0 || (!blocks.is_empty() && gap == 0) {
+                return Err(CodecError::Malformed(blocks.len() * BLOCK));
+            }
+            last = last.checked_add(gap).ok_or(CodecError::Malformed(0))?;
+            end = end
+                .checked_add(len as usize)
+                .ok_or(CodecError::Malformed(0))?;
+            let mut bound = [(0, u32::MAX); FIELD_COUNT];
+            let mut bits = mask;
+            while bits != 0 {
+                let f = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (Some(tf), Some(len)) = (r.next_u32(), r.next_u32()) else {
+                    return Err(CodecError::Malformed(blocks.len() * BLOCK));
+                };
+                bound[f] = (tf, len);
+            }
+            blocks.push(Block {
+                last,
+                end,
+                mask,
+                bound,
+            });
+        }
+        if read != values || end != bytes.len() {
+            return Err(CodecError::Malformed(blocks.len() * BLOCK));
+        }
+        Ok(blocks)
     }
 
     /// The entries whose mask shares a bit with `fields`.
@@ -186,6 +306,53 @@ impl Header {
             .filter(|(m, _)| m & a != 0 && m & b != 0)
             .map(|(_, c)| c)
             .sum()
+    }
+}
+
+/// One block of a list (see the module): where it ends, and what bounds its entries'
+/// statistics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The block's last document.
+    pub last: u32,
+    /// The offset in the list's bytes just past the block's last entry.
+    pub end: usize,
+    /// The fields that occur in some entry of the block.
+    pub mask: u32,
+    /// Per field in `mask`: the largest frequency and the smallest length among the
+    /// block's entries with that field. A score that grows with frequency and falls with
+    /// length is at most its value on these.
+    pub bound: FieldStats,
+}
+
+impl Block {
+    /// A block of no entry, to widen.
+    const EMPTY: Block = Block {
+        last: 0,
+        end: 0,
+        mask: 0,
+        bound: [(0, u32::MAX); FIELD_COUNT],
+    };
+
+    /// Widens the block to take in one more entry.
+    fn add(&mut self, doc: u32, mask: u32, stats: &FieldStats) {
+        self.last = doc;
+        self.mask |= mask;
+        for (f, &(tf, len)) in stats.iter().enumerate() {
+            if mask & 1 << f != 0 {
+                self.bound[f] = (self.bound[f].0.max(tf), self.bound[f].1.min(len));
+            }
+        }
+    }
+
+    /// Statistics that bound every entry of `blocks` at once.
+    pub fn merged(blocks: &[Block]) -> Block {
+        let mut all = Block::EMPTY;
+        for b in blocks {
+            all.add(b.last, b.mask, &b.bound);
+            all.end = b.end;
+        }
+        all
     }
 }
 
@@ -253,6 +420,173 @@ pub fn decode_masked(
     Ok(())
 }
 
+/// A walk over a list's entries, one at a time, that can jump over whole blocks without
+/// decoding them ([`Cursor::seek`]) and tell what bounds the entries of the block a document
+/// would be in ([`Cursor::block_for`]). It checks what it reads as [`decode_masked`] does,
+/// and that each block ends where the directory says.
+pub struct Cursor<'a> {
+    bytes: &'a [u8],
+    blocks: Vec<Block>,
+    /// The offset of the next entry to decode.
+    pos: usize,
+    /// The block of the next entry to decode.
+    block: usize,
+    /// The block [`Cursor::block_for`] found last: targets only grow, so it only moves on.
+    ahead: usize,
+    /// The entry the cursor is on, when `on`.
+    doc: u32,
+    mask: u32,
+    stats: FieldStats,
+    on: bool,
+    /// Whether an entry was decoded since the start or the last jump (whose document is
+    /// then the previous block's last).
+    after_first: bool,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor on the first entry of `bytes`, a list written by [`encode`] (or no bytes:
+    /// no entry).
+    pub fn new(bytes: &'a [u8]) -> Result<Cursor<'a>, CodecError> {
+        if bytes.is_empty() {
+            // No list: a cursor past its end.
+            return Ok(Cursor {
+                bytes,
+                blocks: Vec::new(),
+                pos: 0,
+                block: 0,
+                ahead: 0,
+                doc: 0,
+                mask: 0,
+                stats: [(0, 0); FIELD_COUNT],
+                on: false,
+                after_first: false,
+            });
+        }
+        let header = Header::read(bytes)?;
+        let blocks = header.blocks(bytes)?;
+        let mut r = Reader::at(bytes, header.body);
+        r.next_u64().ok_or(CodecError::Malformed(0))?;
+        let mut cursor = Cursor {
+            bytes,
+            blocks,
+            pos: r.pos(),
+            block: 0,
+            ahead: 0,
+            doc: 0,
+            mask: 0,
+            stats: [(0, 0); FIELD_COUNT],
+            on: false,
+            after_first: false,
+        };
+        cursor.advance()?;
+        Ok(cursor)
+    }
+
+    /// The list's blocks (one for a list without a directory).
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// The document of the entry the cursor is on; `None` past the last.
+    #[inline]
+    pub fn doc(&self) -> Option<u32> {
+        self.on.then_some(self.doc)
+    }
+
+    /// The field mask and statistics of the entry the cursor is on.
+    #[inline]
+    pub fn entry(&self) -> (u32, &FieldStats) {
+        (self.mask, &self.stats)
+    }
+
+    /// Moves to the next entry.
+    pub fn advance(&mut self) -> Result<(), CodecError> {
+        let at = self.block * BLOCK;
+        if self.pos >= self.bytes.len() {
+            self.on = false;
+            return match self.block == self.blocks.len() {
+                true => Ok(()),
+                false => Err(CodecError::Malformed(at)),
+            };
+        }
+        let block = self
+            .blocks
+            .get(self.block)
+            .ok_or(CodecError::Malformed(at))?;
+        let mut r = Reader::at(self.bytes, self.pos);
+        let delta = r.next_u32().ok_or(CodecError::Malformed(at))?;
+        let mask = r.next_u32().ok_or(CodecError::Malformed(at))?;
+        // Only the list's first entry may be document 0 itself.
+        let first = !self.after_first && self.block == 0;
+        if (!first && delta == 0) || mask == 0 || mask >> FIELD_COUNT != 0 {
+            return Err(CodecError::Malformed(at));
+        }
+        let doc = match self.after_first {
+            true => self.doc.checked_add(delta),
+            false => self.block_start().checked_add(delta),
+        }
+        .ok_or(CodecError::Malformed(at))?;
+        let mut stats: FieldStats = [(0, 0); FIELD_COUNT];
+        let mut bits = mask;
+        while bits != 0 {
+            let f = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let (Some(tf @ 1..), Some(len)) = (r.next_u32(), r.next_u32()) else {
+                return Err(CodecError::Malformed(at));
+            };
+            stats[f] = (tf, len);
+        }
+        self.pos = r.pos();
+        // An entry ends its block exactly when it is the block's last document.
+        match (self.pos.cmp(&block.end), doc.cmp(&block.last)) {
+            (std::cmp::Ordering::Equal, std::cmp::Ordering::Equal) => self.block += 1,
+            (std::cmp::Ordering::Less, std::cmp::Ordering::Less) => {}
+            _ => return Err(CodecError::Malformed(at)),
+        }
+        (self.doc, self.mask, self.stats, self.on, self.after_first) =
+            (doc, mask, stats, true, true);
+        Ok(())
+    }
+
+    /// The document entries of the next block are gaps from: the previous block's last.
+    fn block_start(&self) -> u32 {
+        match self.block {
+            0 => 0,
+            b => self.blocks[b - 1].last,
+        }
+    }
+
+    /// Moves to the first entry at or after document `target`, jumping over every block
+    /// that ends before it; no move when the cursor is there already.
+    pub fn seek(&mut self, target: u32) -> Result<(), CodecError> {
+        if !self.on || self.doc >= target {
+            return Ok(());
+        }
+        while self.blocks.get(self.block).is_some_and(|b| b.last < target) {
+            self.pos = self.blocks[self.block].end;
+            self.block += 1;
+            self.after_first = false;
+        }
+        while self.on && self.doc < target {
+            self.advance()?;
+        }
+        Ok(())
+    }
+
+    /// The block that document `target` would be in, were it in the list: the first
+    /// that ends at or after it, from the cursor's on (`None` past the last). Targets
+    /// asked must not decrease.
+    pub fn block_for(&mut self, target: u32) -> Option<&Block> {
+        self.ahead = self
+            .ahead
+            .max(self.block.saturating_sub(usize::from(self.on)));
+        while self.blocks.get(self.ahead).is_some_and(|b| b.last < target) {
+            self.ahead += 1;
+        }
+        self.blocks.get(self.ahead)
+    }
+}
+
 /// Decodes a whole list into postings.
 pub fn decode(bytes: &[u8]) -> Result<Vec<Posting>, CodecError> {
     let mut out = Vec::new();
@@ -308,9 +642,9 @@ mod tests {
     #[test]
     fn small_gaps_take_few_bytes() {
         let list: Vec<Posting> = (0..100).map(|d| posting(d, (1, 3), (1, 20))).collect();
-        // A three-byte header, a two-byte length prefix, then per entry: delta, mask, two
-        // (tf, len) pairs, one byte each.
-        assert!(encode(&list).len() <= 3 + 2 + 100 * 6);
+        // A three-byte header, no directory (one block: one byte), a two-byte length
+        // prefix, then per entry: delta, mask, two (tf, len) pairs, one byte each.
+        assert!(encode(&list).len() <= 3 + 1 + 2 + 100 * 6);
     }
 
     #[test]
@@ -336,8 +670,9 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
+        // An empty header and an empty directory, then `flat`.
         let with_header = |flat: Vec<u32>| {
-            let mut b = vec![0u8];
+            let mut b = vec![0u8, 0];
             b.extend(postcard::to_allocvec(&flat).unwrap());
             b
         };
@@ -347,5 +682,127 @@ mod tests {
         assert!(decode(&with_header(vec![5u32, 1, 2])).is_err());
         assert!(decode(&with_header(vec![5u32, 1, 2, 3, 0, 1, 1, 1])).is_err());
         assert!(Header::read(&[3, 1, 1, 1]).is_err());
+    }
+
+    /// A list of `n` entries with gaps and statistics of many sizes, from `seed`.
+    fn varied(n: u32, seed: u64) -> Vec<Posting> {
+        let mut x = seed;
+        let mut next = move |m: u64| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 33) % m
+        };
+        let mut doc = next(3) as u32;
+        (0..n)
+            .map(|_| {
+                let mut stats = [(0, 0); FIELD_COUNT];
+                let mask = 1 + next((1 << FIELD_COUNT) - 1) as usize;
+                for (f, slot) in stats.iter_mut().enumerate() {
+                    if mask & 1 << f != 0 {
+                        *slot = (1 + next(4) as u32, 5 + next(400) as u32);
+                    }
+                }
+                let p = Posting { doc, stats };
+                let far = next(4) == 0;
+                doc += 1 + next(if far { 2_000 } else { 5 }) as u32;
+                p
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_directory_bounds_every_entry_of_its_block() {
+        for n in [0, 1, 127, 128, 129, 256, 300, 1_000] {
+            let list = varied(n, u64::from(n));
+            let bytes = encode(&list);
+            let blocks = Header::read(&bytes).unwrap().blocks(&bytes).unwrap();
+            assert_eq!(blocks.len(), list.len().div_ceil(BLOCK), "{n}");
+            for (b, chunk) in blocks.iter().zip(list.chunks(BLOCK)) {
+                assert_eq!(b.last, chunk.last().unwrap().doc);
+                for p in chunk {
+                    for (f, &(tf, len)) in p.stats.iter().enumerate() {
+                        if tf > 0 {
+                            assert!(b.mask & 1 << f != 0);
+                            assert!(tf <= b.bound[f].0 && len >= b.bound[f].1);
+                        }
+                    }
+                }
+            }
+            assert_eq!(
+                blocks.last().map_or(0, |b| b.end),
+                if n == 0 { 0 } else { bytes.len() }
+            );
+        }
+    }
+
+    #[test]
+    fn a_cursor_walks_and_seeks_as_a_decode_does() {
+        for n in [0, 1, 128, 129, 700] {
+            let list = varied(n, 7 + u64::from(n));
+            let bytes = encode(&list);
+            // Walked one entry at a time: the decoded list.
+            let mut c = Cursor::new(&bytes).unwrap();
+            let mut walked = Vec::new();
+            while let Some(doc) = c.doc() {
+                walked.push(Posting {
+                    doc,
+                    stats: *c.entry().1,
+                });
+                c.advance().unwrap();
+            }
+            assert_eq!(walked, list, "{n}");
+            // Seeking ever further, by small and large steps: the first entry at or after
+            // each target, and a block that would hold it.
+            for step in [1u32, 3, 50, 900, 20_000] {
+                let mut c = Cursor::new(&bytes).unwrap();
+                let mut target = 0u32;
+                let end = list.last().map_or(0, |p| p.doc) + 2;
+                while target < end {
+                    let want = list.iter().find(|p| p.doc >= target);
+                    let behind = c.doc().is_some_and(|d| d < target);
+                    if behind {
+                        let block = c.block_for(target).cloned();
+                        assert_eq!(block.is_some(), want.is_some(), "{n} {step} {target}");
+                        if let (Some(b), Some(p)) = (block, want) {
+                            assert!(b.last >= p.doc);
+                        }
+                    }
+                    c.seek(target).unwrap();
+                    assert_eq!(c.doc(), want.map(|p| p.doc), "{n} {step} {target}");
+                    if let Some(p) = want {
+                        assert_eq!(c.entry().1, &p.stats);
+                    }
+                    target += step;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_damaged_directory_is_an_error_not_a_wrong_walk() {
+        let list = varied(300, 3);
+        let bytes = encode(&list);
+        let walk = |bytes: &[u8]| -> Result<usize, CodecError> {
+            let mut c = Cursor::new(bytes)?;
+            let mut n = 0;
+            while c.doc().is_some() {
+                n += 1;
+                c.advance()?;
+            }
+            Ok(n)
+        };
+        assert_eq!(walk(&bytes).unwrap(), 300);
+        let header = Header::read(&bytes).unwrap();
+        // Every byte of the directory changed in turn: an error, or a walk of every entry
+        // (a changed bound), never a panic or a shorter walk.
+        for i in header.directory.0..header.body {
+            for delta in [1u8, 0x40] {
+                let mut bad = bytes.clone();
+                bad[i] = bad[i].wrapping_add(delta);
+                if let Ok(n) = walk(&bad) {
+                    assert_eq!(n, 300, "byte {i}");
+                }
+            }
+        }
+        assert!(walk(&bytes[..bytes.len() - 1]).is_err());
     }
 }

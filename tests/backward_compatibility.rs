@@ -202,6 +202,33 @@ fn schema_4_gets_the_word_order_table_and_answers_as_before() {
     }
 }
 
+#[test]
+fn schema_5_gets_the_block_directories_and_answers_as_before() {
+    let (_dir, index) = migrated_and_answering_as_fresh(5, "convert a PDF file to Markdown");
+    // Every list is in today's layout (schema 5's would not decode as it), and holds the
+    // entries it held: the forward index still names exactly the postings.
+    use redb::ReadableTable;
+    use skillidx::store::ProfileTables;
+    let store = index.store();
+    let txn = store.read().unwrap();
+    for profile in ["default", "work"] {
+        let postings = txn
+            .open_table(ProfileTables::new(profile).postings())
+            .unwrap();
+        let mut lists = 0;
+        for row in postings.iter().unwrap() {
+            let (term, bytes) = row.unwrap();
+            let list = skillidx::postings::decode(bytes.value())
+                .unwrap_or_else(|e| panic!("{profile} {}: {e}", term.value()));
+            assert_eq!(skillidx::postings::encode(&list), bytes.value());
+            lists += 1;
+        }
+        assert!(lists > 100, "{profile}: {lists} lists");
+        let (forward, in_postings) = forward_and_postings(&index, profile);
+        assert_eq!(forward, in_postings, "{profile}");
+    }
+}
+
 /// Checks every active document's forward index against the postings lists; returns the
 /// number of forward entries of active documents and of postings entries.
 fn forward_and_postings(index: &Index, profile: &str) -> (usize, usize) {

@@ -103,9 +103,15 @@ fn a_first_build_is_compacted() {
     );
     assert_eq!(digest(&cli, "default"), digest(&plain, "default"));
 
-    // Compacting what is already compact has nothing to do.
+    // Compacting what is already compact frees nothing more and changes nothing. (redb may
+    // still report progress: since schema 6 it moves some pages of this file on every
+    // compaction, at the same size.)
+    let compact = size(&cli);
     let mut index = Index::open_writable(&cli).unwrap();
-    assert_eq!(index.compact().unwrap(), Compaction::NothingToDo);
+    assert_ne!(index.compact().unwrap(), Compaction::Busy);
+    drop(index);
+    assert_eq!(size(&cli), compact);
+    assert_eq!(digest(&cli, "default"), digest(&plain, "default"));
 }
 
 #[test]

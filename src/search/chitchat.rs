@@ -319,6 +319,17 @@ pub(super) fn query_text<'q>(
 /// many non-overlapping scored CJK terms the query has and `k` the `cjk-coverage` weight
 /// (overlapping bigrams of one word, `怎么` and `么样`, count once). Only for the default
 /// ranking with its floor on (what is injected), and only when the query has CJK terms.
+/// Whether [`cover`] may drop hits of `plan`: the default ranking with its floor and the
+/// coverage rule on, and CJK terms in the query.
+pub(super) fn covers(plan: &Plan, opts: &SearchOptions) -> bool {
+    opts.ranking == Ranking::Default
+        && opts.floor
+        && opts.ingredients.floor
+        && opts.ingredients.cjk_coverage
+        && opts.ingredients.weights.cjk_coverage.round() as usize > 1
+        && plan.terms.iter().any(|t| t.cjk)
+}
+
 pub(super) fn cover(
     query: &str,
     plan: &Plan,
@@ -326,17 +337,10 @@ pub(super) fn cover(
     opts: &SearchOptions,
     scores: Vec<(u32, f64)>,
 ) -> Result<Vec<(u32, f64)>, String> {
-    let k = opts.ingredients.weights.cjk_coverage.round() as usize;
-    if opts.ranking != Ranking::Default
-        || !opts.floor
-        || !opts.ingredients.floor
-        || !opts.ingredients.cjk_coverage
-        || k <= 1
-        || scores.is_empty()
-        || !plan.terms.iter().any(|t| t.cjk)
-    {
+    if scores.is_empty() || !covers(plan, opts) {
         return Ok(scores);
     }
+    let k = opts.ingredients.weights.cjk_coverage.round() as usize;
     // The analysed query, to place each scored CJK term.
     let seq = crate::tokenize::analyze(&query_text(query, &opts.ingredients));
     let position = |term: &str| seq.iter().position(|t| t == term);

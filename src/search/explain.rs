@@ -88,7 +88,7 @@ pub(super) fn explain(
     else {
         return Ok(None);
     };
-    let (scores, plan, view) = snap.score_lexical(query, opts)?;
+    let (scores, plan, view) = snap.score_lexical(query, opts, None)?;
     #[cfg(feature = "semantic")]
     let (scores, mut details) = super::semantic::fuse(snap, query, &plan, &view, opts, scores)?;
     let total = scores

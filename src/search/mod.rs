@@ -18,7 +18,9 @@
 //! 1. [`Snapshot`] (here): the profile's statistics, less the skills hidden in the session.
 //! 2. `plan`: the query → the terms to score, each with its postings list, IDF and weight
 //!    (analysis, `stopwords` dropped, typo matching, the long-turn cut).
-//! 3. `score`: each term's BM25F (or seed BM25) score added up per document.
+//! 3. `score`: each term's BM25F (or seed BM25) score added up per document; or, when only
+//!    the top k is wanted and pruning is likely to pay, `maxscore`: the same sums for the
+//!    documents that can reach the top k, skipping the rest on the lists' block bounds.
 //! 4. `rank`: the relevance floor, then the top k, ties broken by id, and their records.
 //!
 //! `explain` replays steps 2 and 3 for one skill and says where its score comes from.
@@ -28,6 +30,7 @@
 mod chitchat;
 mod counts;
 mod explain;
+mod maxscore;
 mod plan;
 mod proximity;
 mod rank;
@@ -76,6 +79,33 @@ pub enum Ranking {
     /// The seed plugin's Okapi BM25 over its single document, for users who want the
     /// plugin they came from exactly.
     Seed,
+}
+
+/// How the scores behind a search's top k are found. Every choice gives the same answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scoring {
+    /// MaxScore where it applies and is likely faster (`search::maxscore`), else
+    /// exhaustive.
+    #[default]
+    Auto,
+    /// Every posting of every query term scored.
+    Exhaustive,
+    /// MaxScore wherever it applies, likely faster or not: for tests and measurements.
+    Pruned,
+}
+
+impl std::str::FromStr for Scoring {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Scoring::Auto),
+            "exhaustive" => Ok(Scoring::Exhaustive),
+            "pruned" => Ok(Scoring::Pruned),
+            _ => Err(format!(
+                "unknown scoring {s:?} (auto, exhaustive or pruned)"
+            )),
+        }
+    }
 }
 
 impl std::str::FromStr for Ranking {
@@ -283,6 +313,8 @@ pub struct SearchOptions {
     /// ranking re-ranks its candidates with it (see [`semantic`]).
     #[cfg(feature = "semantic")]
     pub semantic: Option<semantic::SemanticStage>,
+    /// How the top k is found: the same answer whatever it is.
+    pub scoring: Scoring,
 }
 
 impl Default for SearchOptions {
@@ -297,6 +329,7 @@ impl Default for SearchOptions {
             floor: false,
             #[cfg(feature = "semantic")]
             semantic: None,
+            scoring: Scoring::Auto,
         }
     }
 }
@@ -444,7 +477,13 @@ impl<'s> Snapshot<'s> {
 
     /// The top `opts.k` skills for `query`, best first; ties ordered by id, then path.
     pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Vec<Hit>, StoreError> {
-        let (scores, _, _) = self.score_all(query, opts)?;
+        // Only the top k matter here, unless the semantic stage re-ranks every lexical
+        // candidate.
+        #[cfg(feature = "semantic")]
+        let top = opts.semantic.is_none().then_some(opts.k);
+        #[cfg(not(feature = "semantic"))]
+        let top = Some(opts.k);
+        let (scores, _, _) = self.score_all(query, opts, top)?;
         rank::top_k(self, scores, opts.k)
     }
 
@@ -565,8 +604,13 @@ impl<'s> Snapshot<'s> {
 
     /// Every step but the last: view, plan, score, floor, and the semantic stage when it
     /// runs. Search uses it.
-    fn score_all(&self, query: &str, opts: &SearchOptions) -> Result<Scored, StoreError> {
-        let (scores, plan, view) = self.score_lexical(query, opts)?;
+    fn score_all(
+        &self,
+        query: &str,
+        opts: &SearchOptions,
+        top: Option<usize>,
+    ) -> Result<Scored, StoreError> {
+        let (scores, plan, view) = self.score_lexical(query, opts, top)?;
         #[cfg(feature = "semantic")]
         let (scores, _) = semantic::fuse(self, query, &plan, &view, opts, scores)?;
         Ok((scores, plan, view))
@@ -583,12 +627,20 @@ impl<'s> Snapshot<'s> {
         let mut o = opts.clone();
         o.floor = false;
         o.semantic = None;
-        Ok(self.score_lexical(query, &o)?.0)
+        Ok(self.score_lexical(query, &o, None)?.0)
     }
 
     /// The lexical steps: view, plan, score, floor. Search and explain share them, so an
-    /// explanation's total and rank are those of the search.
-    fn score_lexical(&self, query: &str, opts: &SearchOptions) -> Result<Scored, StoreError> {
+    /// explanation's total and rank are those of the search. With `top`, the scores are
+    /// those of a set of documents that holds the best `top` (and every document tied with
+    /// the last of them, see `maxscore`), each as exhaustive scoring gives it; without, of
+    /// every document.
+    fn score_lexical(
+        &self,
+        query: &str,
+        opts: &SearchOptions,
+        top: Option<usize>,
+    ) -> Result<Scored, StoreError> {
         let view = self.view(opts)?;
         if view.n == 0 {
             return Ok((Vec::new(), Plan::default(), view));
@@ -596,7 +648,27 @@ impl<'s> Snapshot<'s> {
         let plan = plan::plan(self, query, opts, &view)?;
         let floor = rank::floor(&plan, view.n, opts);
         let mut pairs = proximity::Pairs::new(query, &plan, opts);
-        let scores = score::score_all(self, &plan, &view, opts, floor, pairs.as_mut())?;
+        // MaxScore where it gives the same answer (the coverage rule drops hits, after
+        // which a document it left out could rise into the top) and likely sooner.
+        let scores = match top {
+            Some(k)
+                if maxscore::applies(&plan)
+                    && !chitchat::covers(&plan, opts)
+                    && match opts.scoring {
+                        Scoring::Auto => maxscore::worthwhile(&plan, opts.ranking),
+                        Scoring::Exhaustive => false,
+                        Scoring::Pruned => true,
+                    } =>
+            {
+                // Proximity re-ranks its best CANDIDATES.
+                let keep = match pairs {
+                    Some(_) => k.max(proximity::CANDIDATES),
+                    None => k.max(1),
+                };
+                maxscore::score_top(self, &plan, &view, opts, floor, pairs.as_mut(), keep)?
+            }
+            _ => score::score_all(self, &plan, &view, opts, floor, pairs.as_mut())?,
+        };
         let scores = chitchat::cover(query, &plan, &view, opts, scores)
             .map_err(|e| self.store.bad_record(e))?;
         let scores = proximity::boost(self, pairs, opts, scores)?;

@@ -88,6 +88,17 @@ pub(super) struct TermList {
 }
 
 impl TermList {
+    /// The list's bytes as stored, unless they were decoded while counting a session's
+    /// hidden documents.
+    pub(super) fn stored(&self) -> Option<&[u8]> {
+        self.decoded.is_none().then_some(self.bytes.as_slice())
+    }
+
+    /// The fields (as a mask) that count.
+    pub(super) fn fields(&self) -> u32 {
+        self.fields
+    }
+
     /// Calls `f` with every counted posting: (doc, field mask, statistics).
     pub(super) fn visit(
         &self,
