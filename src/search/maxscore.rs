@@ -98,6 +98,40 @@ impl Walk<'_> {
     }
 }
 
+/// What the terms found so far add to the document being scored.
+struct Scored {
+    /// Per planned term: its score in the document, and its field mask there.
+    parts: Vec<f64>,
+    masks: Vec<u32>,
+    /// The planned terms found in the document, as bits.
+    present: u32,
+    /// Their scores summed in the order found: for bounds only.
+    partial: f64,
+}
+
+impl Scored {
+    /// Adds planned term `i`, whose walk `w` is on the document.
+    fn add(&mut self, i: usize, w: &Walk, view: &View, opts: &SearchOptions) {
+        let (mask, stats) = w.cursor.entry();
+        self.parts[i] = term_score(w.term, stats, mask, view, opts);
+        self.masks[i] = mask;
+        self.present |= 1 << i;
+        self.partial += self.parts[i];
+    }
+
+    fn has(&self, i: usize) -> bool {
+        self.present & 1 << i != 0
+    }
+
+    /// The document's score: the terms' scores summed in plan order, as exhaustive scoring
+    /// sums them, so the same number to the last bit.
+    fn sum(&self) -> f64 {
+        (0..self.parts.len())
+            .filter(|&i| self.has(i))
+            .fold(0.0, |sum, i| sum + self.parts[i])
+    }
+}
+
 /// The most term `t` adds to a document whose statistics `block` bounds.
 fn bound(t: &PlannedTerm, block: &Block, view: &View, opts: &SearchOptions) -> f64 {
     term_score(t, &block.bound, block.mask, view, opts)
@@ -147,8 +181,12 @@ pub(super) fn score_top(
     // The first essential term in `order`: those before it cannot make a document reach θ.
     let mut essential = lower.iter().take_while(|&&b| below(b, theta)).count();
     let mut out = Vec::new();
-    let mut parts = vec![0.0f64; m];
-    let mut masks = vec![0u32; m];
+    let mut at = Scored {
+        parts: vec![0.0; m],
+        masks: vec![0; m],
+        present: 0,
+        partial: 0.0,
+    };
     while essential < m {
         let Some(doc) = order[essential..]
             .iter()
@@ -157,16 +195,12 @@ pub(super) fn score_top(
         else {
             break;
         };
-        let mut present = 0u32;
-        let mut partial = 0.0;
+        at.present = 0;
+        at.partial = 0.0;
         for &i in &order[essential..] {
             let w = &mut walks[i];
             if w.cursor.doc() == Some(doc) {
-                let (mask, stats) = w.cursor.entry();
-                parts[i] = term_score(w.term, stats, mask, view, opts);
-                masks[i] = mask;
-                present |= 1 << i;
-                partial += parts[i];
+                at.add(i, w, view, opts);
                 w.advance(view).map_err(bad)?;
             }
         }
@@ -175,7 +209,7 @@ pub(super) fn score_top(
         let mut reachable = true;
         for j in (0..essential).rev() {
             let rest = if j > 0 { lower[j - 1] } else { 0.0 };
-            if below(partial + lower[j], theta) {
+            if below(at.partial + lower[j], theta) {
                 reachable = false;
                 break;
             }
@@ -188,7 +222,7 @@ pub(super) fn score_top(
                         continue;
                     };
                     let block = bound(w.term, block, view, opts);
-                    if below(partial + block + rest, theta) {
+                    if below(at.partial + block + rest, theta) {
                         reachable = false;
                         break;
                     }
@@ -197,29 +231,21 @@ pub(super) fn score_top(
                 Some(_) => {}
             }
             if w.cursor.doc() == Some(doc) {
-                let i = order[j];
-                let (mask, stats) = w.cursor.entry();
-                parts[i] = term_score(w.term, stats, mask, view, opts);
-                masks[i] = mask;
-                present |= 1 << i;
-                partial += parts[i];
+                at.add(order[j], w, view, opts);
             }
         }
         if !reachable {
             continue;
         }
-        // Summed in plan order, as exhaustive scoring sums it.
-        let score = (0..m)
-            .filter(|i| present & 1 << i != 0)
-            .fold(0.0, |sum, i| sum + parts[i]);
+        let score = at.sum();
         if !(score > 0.0 && score >= floor) {
             continue;
         }
         out.push((doc, score));
         if let Some(p) = pairs.as_deref_mut() {
-            for i in (0..m).filter(|i| present & 1 << i != 0) {
+            for i in (0..m).filter(|&i| at.has(i)) {
                 if let Some(seen) = p.watching(i) {
-                    Pairs::note(seen, doc, masks[i]);
+                    Pairs::note(seen, doc, at.masks[i]);
                 }
             }
         }
