@@ -171,6 +171,37 @@ fn maxscore_answers_as_exhaustive_scoring_on_long_lists() {
     let with_hits =
         assert_pruned_is_exhaustive(&index, &queries, &[Some(Session::default()), Some(hiding)]);
     assert!(with_hits > 1_000, "{with_hits} answers with hits");
+    // Other BM25 parameters, some outside the range where a block bound bounds its block
+    // (there exhaustive scoring runs whatever is asked).
+    for (k1, b) in [
+        (1.2, 0.75),
+        (0.0, 1.0),
+        (3.0, 0.0),
+        (1.5, 1.7),
+        (-0.5, 0.75),
+    ] {
+        for q in &queries[..40] {
+            for ranking in [Ranking::Default, Ranking::Seed] {
+                let opts = |scoring| SearchOptions {
+                    k: 6,
+                    ranking,
+                    scoring,
+                    params: skillidx::search::Params { k1, b },
+                    session: Some(Session::default()),
+                    ..Default::default()
+                };
+                let pruned = index.search("default", q, &opts(Scoring::Pruned)).unwrap();
+                let all = index
+                    .search("default", q, &opts(Scoring::Exhaustive))
+                    .unwrap();
+                assert_eq!(
+                    exact(&pruned),
+                    exact(&all),
+                    "{q:?} {ranking:?} k1 {k1} b {b}"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -50,10 +50,14 @@ fn below(bound: f64, theta: f64) -> bool {
 
 /// Whether [`score_top`] may stand in for exhaustive scoring of `plan`: every list is read
 /// in place (none decoded while counting a session's hidden documents), there are at most
-/// [`MAX_TERMS`], and every score grows with frequency and falls with length (no negative
-/// weight or IDF).
-pub(super) fn applies(plan: &Plan) -> bool {
+/// [`MAX_TERMS`], and every score grows with frequency and falls with length: no negative
+/// weight or IDF, and BM25 parameters with `k1 ≥ 0` and `0 ≤ b ≤ 1` (a user may pass others,
+/// under which a block's bound would not bound it).
+pub(super) fn applies(plan: &Plan, opts: &SearchOptions) -> bool {
+    let p = opts.params;
     plan.terms.len() <= MAX_TERMS
+        && p.k1 >= 0.0
+        && (0.0..=1.0).contains(&p.b)
         && plan.terms.iter().all(|t| {
             t.list.stored().is_some() && t.weight >= 0.0 && t.idf >= 0.0 && t.body_idf >= 0.0
         })

@@ -652,7 +652,7 @@ impl<'s> Snapshot<'s> {
         // which a document it left out could rise into the top) and likely sooner.
         let scores = match top {
             Some(k)
-                if maxscore::applies(&plan)
+                if maxscore::applies(&plan, opts)
                     && !chitchat::covers(&plan, opts)
                     && match opts.scoring {
                         Scoring::Auto => maxscore::worthwhile(&plan, opts.ranking),
