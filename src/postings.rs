@@ -1,16 +1,20 @@
 //! The postings codec: one term's list of (document, per-field statistics).
 //!
-//! A list is three postcard `Vec<u32>`s, one after the other (so every number is a varint):
+//! A list is three parts, one after the other, every number in them a varint:
 //!
-//! 1. The header: (field mask, entries with that mask) pairs, ascending by mask, so a query
-//!    reads a term's document frequency for any set of fields without walking the list.
-//! 2. The block directory, empty for a list of at most [`BLOCK`] entries. Per block of
+//! 1. The header, a postcard `Vec<u32>`: (field mask, entries with that mask) pairs,
+//!    ascending by mask, so a query reads a term's document frequency for any set of fields
+//!    without walking the list.
+//! 2. The block directory: its length in bytes, so that a reader who needs only the header
+//!    and the entries steps over it at once, then its values; none for a list of at most
+//!    [`BLOCK`] entries. Per block of
 //!    [`BLOCK`] entries (the last may hold fewer): its last document (as a gap from the
 //!    previous block's), its length in bytes, the fields that occur in it (a mask), then for
 //!    each of those fields, in field order, its largest frequency and its smallest length
 //!    in the block. A query reads the directory to jump over blocks without decoding them
 //!    and to bound what any document of a block can score (`search::maxscore`).
-//! 3. The entries, ascending by document: `doc - previous_doc`, a field mask, then for each
+//! 3. The entries, a postcard `Vec<u32>`, ascending by document: `doc - previous_doc`, a
+//!    field mask, then for each
 //!    field in the mask, in field order, the term frequency and that field's length in the
 //!    document. Carrying the field length beside the frequency lets a query score every
 //!    posting without a second lookup per document, which is what keeps search in place
@@ -137,10 +141,12 @@ impl Builder {
             varint::write(&mut out, m as u64);
             varint::write(&mut out, u64::from(n));
         }
-        varint::write(&mut out, directory.len() as u64);
+        let mut values = Vec::with_capacity(2 * directory.len());
         for &v in &directory {
-            varint::write(&mut out, u64::from(v));
+            varint::write(&mut values, u64::from(v));
         }
+        varint::write(&mut out, values.len() as u64);
+        out.extend_from_slice(&values);
         varint::write(&mut out, self.values);
         out.extend_from_slice(&self.body);
         out
@@ -202,8 +208,8 @@ fn for_each_entry(body: &[u8], mut visit: impl FnMut(u32, &FieldStats, usize)) {
 pub struct Header {
     /// (field mask, entries with exactly that mask), ascending by mask.
     pub masks: Vec<(u32, u32)>,
-    /// The block directory's values (offsets in the list's bytes) and how many there are.
-    directory: (usize, u64),
+    /// Where the block directory's values start and end in the list's bytes.
+    directory: (usize, usize),
     /// The offset of the entries (their postcard length prefix) in the list's bytes.
     pub body: usize,
 }
@@ -224,11 +230,11 @@ impl Header {
             };
             masks.push((m, c));
         }
-        let values = r.next_u64().ok_or(CodecError::Malformed(0))?;
-        let directory = (r.pos(), values);
-        for _ in 0..values {
-            r.next_u32().ok_or(CodecError::Malformed(0))?;
-        }
+        let len = r.next_u64().ok_or(CodecError::Malformed(0))?;
+        let start = r.pos();
+        let len = usize::try_from(len).map_err(|_| CodecError::Malformed(0))?;
+        r.take(len).ok_or(CodecError::Malformed(0))?;
+        let directory = (start, r.pos());
         Ok(Header {
             masks,
             directory,
@@ -242,8 +248,8 @@ impl Header {
         let mut r = Reader::at(bytes, self.body);
         r.next_u64().ok_or(CodecError::Malformed(0))?;
         let entries = r.pos();
-        let (at, values) = self.directory;
-        if values == 0 {
+        let (at, stop) = self.directory;
+        if at == stop {
             let mut whole = Block {
                 end: bytes.len(),
                 ..Block::EMPTY
@@ -255,15 +261,14 @@ impl Header {
                 vec![whole]
             });
         }
-        let mut r = Reader::at(bytes, at);
-        let mut blocks = Vec::with_capacity(values as usize / 5);
-        let (mut last, mut end, mut read) = (0u32, entries, 0u64);
-        while read < values {
+        let mut r = Reader::at(&bytes[..stop], at);
+        let mut blocks = Vec::with_capacity((stop - at) / 5);
+        let (mut last, mut end) = (0u32, entries);
+        while !r.is_done() {
             let (Some(gap), Some(len), Some(mask)) = (r.next_u32(), r.next_u32(), r.next_u32())
             else {
                 return Err(CodecError::Malformed(blocks.len() * BLOCK));
             };
-            read += 3 + 2 * u64::from(mask.count_ones());
             if mask == 0 || mask >> FIELD_COUNT != 0 || (!blocks.is_empty() && gap == 0) {
                 return Err(CodecError::Malformed(blocks.len() * BLOCK));
             }
@@ -288,7 +293,7 @@ impl Header {
                 bound,
             });
         }
-        if read != values || end != bytes.len() {
+        if end != bytes.len() {
             return Err(CodecError::Malformed(blocks.len() * BLOCK));
         }
         Ok(blocks)
