@@ -72,7 +72,9 @@ impl PlannedTerm {
 /// One term's postings list, as read from the store, and what counts in it.
 pub(super) struct TermList {
     term: String,
-    bytes: Vec<u8>,
+    /// The stored list, read in place from its page (no copy): what scoring walks unless
+    /// `decoded` holds its counted postings.
+    stored: Option<redb::AccessGuard<'static, &'static [u8]>>,
     /// The fields (as a mask) that count for the ranking and kind of term.
     fields: u32,
     /// The default ranking's field weights for this term.
@@ -91,7 +93,12 @@ impl TermList {
     /// The list's bytes as stored, unless they were decoded while counting a session's
     /// hidden documents.
     pub(super) fn stored(&self) -> Option<&[u8]> {
-        self.decoded.is_none().then_some(self.bytes.as_slice())
+        self.decoded.is_none().then(|| self.bytes())
+    }
+
+    /// The stored list's bytes; none for a term with no list.
+    fn bytes(&self) -> &[u8] {
+        self.stored.as_ref().map_or(&[], |g| g.value())
     }
 
     /// The fields (as a mask) that count.
@@ -109,10 +116,10 @@ impl TermList {
             visit_decoded(flat, self.fields, f);
             return Ok(());
         }
-        if self.bytes.is_empty() {
+        if self.bytes().is_empty() {
             return Ok(());
         }
-        postings::decode_masked(&self.bytes, |doc, mask, stats| {
+        postings::decode_masked(self.bytes(), |doc, mask, stats| {
             if mask & self.fields != 0 && !view.is_hidden(doc) {
                 f(doc, mask, stats);
             }
@@ -228,7 +235,7 @@ fn postings_of(
     };
     let mut list = TermList {
         term: term.to_owned(),
-        bytes: Vec::new(),
+        stored: None,
         fields,
         weights,
         df: 0,
@@ -261,7 +268,7 @@ fn postings_of(
         // Nothing hidden, and the header counts the list; or the session's counts are
         // known from an earlier query in this index state. Scoring skips hidden postings.
         (df, meta_df) = counts;
-        list.bytes = bytes.to_vec();
+        list.stored = Some(guard);
     } else {
         // Some documents hidden: count by walking the list (straight from the stored
         // bytes, not a copy), and keep what the walk decodes for scoring. Every counted
