@@ -314,11 +314,6 @@ pub(super) fn query_text<'q>(
     }
 }
 
-/// The coverage rule (see the module): drops from `scores` the hits matched by CJK query
-/// terms alone that match fewer than `min(k, U)` of the query's CJK units, where `U` is how
-/// many non-overlapping scored CJK terms the query has and `k` the `cjk-coverage` weight
-/// (overlapping bigrams of one word, `怎么` and `么样`, count once). Only for the default
-/// ranking with its floor on (what is injected), and only when the query has CJK terms.
 /// Whether [`cover`] may drop hits of `plan`: the default ranking with its floor and the
 /// coverage rule on, and CJK terms in the query.
 pub(super) fn covers(plan: &Plan, opts: &SearchOptions) -> bool {
@@ -330,6 +325,11 @@ pub(super) fn covers(plan: &Plan, opts: &SearchOptions) -> bool {
         && plan.terms.iter().any(|t| t.cjk)
 }
 
+/// The coverage rule (see the module): drops from `scores` the hits matched by CJK query
+/// terms alone that match fewer than `min(k, U)` of the query's CJK units, where `U` is how
+/// many non-overlapping scored CJK terms the query has and `k` the `cjk-coverage` weight
+/// (overlapping bigrams of one word, `怎么` and `么样`, count once). Only for the default
+/// ranking with its floor on (what is injected), and only when the query has CJK terms.
 pub(super) fn cover(
     query: &str,
     plan: &Plan,

@@ -74,7 +74,7 @@ pub(super) struct TermList {
     term: String,
     /// The stored list, read in place from its page (no copy): what scoring walks unless
     /// `decoded` holds its counted postings.
-    stored: Option<redb::AccessGuard<'static, &'static [u8]>>,
+    page: Option<redb::AccessGuard<'static, &'static [u8]>>,
     /// The fields (as a mask) that count for the ranking and kind of term.
     fields: u32,
     /// The default ranking's field weights for this term.
@@ -98,7 +98,7 @@ impl TermList {
 
     /// The stored list's bytes; none for a term with no list.
     fn bytes(&self) -> &[u8] {
-        self.stored.as_ref().map_or(&[], |g| g.value())
+        self.page.as_ref().map_or(&[], |g| g.value())
     }
 
     /// The fields (as a mask) that count.
@@ -235,7 +235,7 @@ fn postings_of(
     };
     let mut list = TermList {
         term: term.to_owned(),
-        stored: None,
+        page: None,
         fields,
         weights,
         df: 0,
@@ -268,7 +268,7 @@ fn postings_of(
         // Nothing hidden, and the header counts the list; or the session's counts are
         // known from an earlier query in this index state. Scoring skips hidden postings.
         (df, meta_df) = counts;
-        list.stored = Some(guard);
+        list.page = Some(guard);
     } else {
         // Some documents hidden: count by walking the list (straight from the stored
         // bytes, not a copy), and keep what the walk decodes for scoring. Every counted
