@@ -452,29 +452,20 @@ impl<'a> Cursor<'a> {
     /// A cursor on the first entry of `bytes`, a list written by [`encode`] (or no bytes:
     /// no entry).
     pub fn new(bytes: &'a [u8]) -> Result<Cursor<'a>, CodecError> {
-        if bytes.is_empty() {
-            // No list: a cursor past its end.
-            return Ok(Cursor {
-                bytes,
-                blocks: Vec::new(),
-                pos: 0,
-                block: 0,
-                ahead: 0,
-                doc: 0,
-                mask: 0,
-                stats: [(0, 0); FIELD_COUNT],
-                on: false,
-                after_first: false,
-            });
-        }
-        let header = Header::read(bytes)?;
-        let blocks = header.blocks(bytes)?;
-        let mut r = Reader::at(bytes, header.body);
-        r.next_u64().ok_or(CodecError::Malformed(0))?;
+        // No bytes, no list: a cursor that starts past its end.
+        let (blocks, pos) = match bytes.is_empty() {
+            true => (Vec::new(), 0),
+            false => {
+                let header = Header::read(bytes)?;
+                let mut r = Reader::at(bytes, header.body);
+                r.next_u64().ok_or(CodecError::Malformed(0))?;
+                (header.blocks(bytes)?, r.pos())
+            }
+        };
         let mut cursor = Cursor {
             bytes,
             blocks,
-            pos: r.pos(),
+            pos,
             block: 0,
             ahead: 0,
             doc: 0,

@@ -70,6 +70,21 @@ fn exact(hits: &[Hit]) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// `q` answered under `opts` with MaxScore and exhaustively: the same hits, bit for bit.
+/// Returns whether there were any.
+fn assert_same(index: &Index, q: &str, opts: SearchOptions, what: &str) -> bool {
+    let with = |scoring| SearchOptions {
+        scoring,
+        ..opts.clone()
+    };
+    let pruned = index.search("default", q, &with(Scoring::Pruned)).unwrap();
+    let all = index
+        .search("default", q, &with(Scoring::Exhaustive))
+        .unwrap();
+    assert_eq!(exact(&pruned), exact(&all), "{q:?} {what}");
+    !all.is_empty()
+}
+
 /// Every query answered with MaxScore and exhaustively, compared; returns how many
 /// answers had hits.
 fn assert_pruned_is_exhaustive(
@@ -83,24 +98,15 @@ fn assert_pruned_is_exhaustive(
             for ranking in [Ranking::Default, Ranking::Seed] {
                 for floor in [false, true] {
                     for k in [1, 6, 30, 31, 100] {
-                        let opts = |scoring| SearchOptions {
+                        let opts = SearchOptions {
                             k,
                             ranking,
                             floor,
-                            scoring,
                             session: session.clone(),
                             ..Default::default()
                         };
-                        let pruned = index.search("default", q, &opts(Scoring::Pruned)).unwrap();
-                        let all = index
-                            .search("default", q, &opts(Scoring::Exhaustive))
-                            .unwrap();
-                        assert_eq!(
-                            exact(&pruned),
-                            exact(&all),
-                            "{q:?} {ranking:?} floor {floor} k {k} session {session:?}"
-                        );
-                        with_hits += usize::from(!all.is_empty());
+                        let what = format!("{ranking:?} floor {floor} k {k} session {session:?}");
+                        with_hits += usize::from(assert_same(index, q, opts, &what));
                     }
                 }
             }
@@ -182,23 +188,14 @@ fn maxscore_answers_as_exhaustive_scoring_on_long_lists() {
     ] {
         for q in &queries[..40] {
             for ranking in [Ranking::Default, Ranking::Seed] {
-                let opts = |scoring| SearchOptions {
+                let opts = SearchOptions {
                     k: 6,
                     ranking,
-                    scoring,
                     params: skillidx::search::Params { k1, b },
                     session: Some(Session::default()),
                     ..Default::default()
                 };
-                let pruned = index.search("default", q, &opts(Scoring::Pruned)).unwrap();
-                let all = index
-                    .search("default", q, &opts(Scoring::Exhaustive))
-                    .unwrap();
-                assert_eq!(
-                    exact(&pruned),
-                    exact(&all),
-                    "{q:?} {ranking:?} k1 {k1} b {b}"
-                );
+                assert_same(&index, q, opts, &format!("{ranking:?} k1 {k1} b {b}"));
             }
         }
     }
