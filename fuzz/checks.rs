@@ -73,15 +73,17 @@ impl Words<'_> {
     }
 }
 
-/// The postings codec. First byte even: `decode` on arbitrary bytes never panics, and
-/// whatever it accepts is ascending, has no empty posting, and round-trips. Odd: a valid list
-/// built from the rest (gaps and statistics as little-endian `u32`s) survives
-/// `encode` → `decode` and `decode_with` exactly.
+/// The postings codec. First byte even: `decode` and a `Cursor` (walking, seeking, reading
+/// block bounds) on arbitrary bytes never panic, and whatever `decode` accepts is ascending,
+/// has no empty posting, and round-trips. Odd: a valid list built from the rest (gaps and
+/// statistics as little-endian `u32`s) survives `encode` → `decode` and `decode_with`
+/// exactly, and a cursor walks and seeks it as `decode` reads it.
 pub fn postings(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
     if mode & 1 == 0 {
+        let _ = cursor_walk(rest, u32::from(mode >> 1));
         if let Ok(list) = postings::decode(rest) {
             for w in list.windows(2) {
                 assert!(w[0].doc < w[1].doc, "decoded list not ascending");
@@ -129,6 +131,65 @@ pub fn postings(data: &[u8]) {
     })
     .unwrap();
     assert_eq!(visited, list.len());
+    // Walked one entry at a time, and seeking by steps of every size: the decoded entries.
+    for step in [0u32, 1, 7, 1 << 12, u32::MAX] {
+        let walked = cursor_walk(&bytes, step).expect("a list we encoded walks");
+        let want: Vec<u32> = match step {
+            0 => list.iter().map(|p| p.doc).collect(),
+            _ => seeks(&list, step),
+        };
+        assert_eq!(walked, want, "step {step}");
+    }
+}
+
+/// The documents a cursor stops at: every entry when `step` is 0, else the first entry at or
+/// after 0, `step`, `2 step`… (after asking each target's block bound).
+fn cursor_walk(bytes: &[u8], step: u32) -> Result<Vec<u32>, postings::CodecError> {
+    let mut c = postings::Cursor::new(bytes)?;
+    let mut out = Vec::new();
+    if step == 0 {
+        while let Some(doc) = c.doc() {
+            out.push(doc);
+            c.advance()?;
+        }
+        return Ok(out);
+    }
+    let mut target = 0u32;
+    loop {
+        if c.doc().is_some_and(|d| d < target) {
+            let _ = c.block_for(target);
+        }
+        c.seek(target)?;
+        match c.doc() {
+            Some(doc) => {
+                if out.last() != Some(&doc) {
+                    out.push(doc);
+                }
+            }
+            None => return Ok(out),
+        }
+        match target.checked_add(step) {
+            Some(t) => target = t,
+            None => return Ok(out),
+        }
+    }
+}
+
+/// What [`cursor_walk`] finds in `list` seeking by `step`.
+fn seeks(list: &[Posting], step: u32) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    let mut target = 0u32;
+    loop {
+        match list.iter().find(|p| p.doc >= target) {
+            Some(p) if out.last() != Some(&p.doc) => out.push(p.doc),
+            Some(_) => {}
+            None => return out,
+        }
+        match target.checked_add(step) {
+            Some(t) => target = t,
+            None => return out,
+        }
+    }
 }
 
 /// The `<available_skills>` compactor on arbitrary text: never panics, is idempotent,
