@@ -655,7 +655,11 @@ impl<'s> Snapshot<'s> {
                 if maxscore::applies(&plan, opts)
                     && !chitchat::covers(&plan, opts)
                     && match opts.scoring {
-                        Scoring::Auto => maxscore::worthwhile(&plan, opts.ranking),
+                        Scoring::Auto => maxscore::worthwhile(
+                            &plan,
+                            opts.ranking,
+                            score::first_query_cold_docs(self.stats.next_doc as usize),
+                        ),
                         Scoring::Exhaustive => false,
                         Scoring::Pruned => true,
                     } =>

@@ -11,7 +11,7 @@ use super::proximity::Pairs;
 use super::{Ingredients, Params, Ranking, SearchOptions, Snapshot, View};
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::store::StoreError;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 /// The default ranking's per-field weight for a Latin-script term, in [`Field`] order. The
 /// body is scored apart from the others, with its own IDF (see `default_idf` in `plan`).
@@ -145,6 +145,21 @@ thread_local! {
     static SUMS: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
 }
 
+thread_local! {
+    static ASKED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// For this thread's first query: how many documents its accumulator would have to grow by
+/// to hold `docs`, which [`score_all`] would zero (and fault in) before scoring anything.
+/// 0 for every later query: a process that answers more than one query pays for the
+/// accumulator once, where a process that answers one (a command, a cron job) need not.
+pub(super) fn first_query_cold_docs(docs: usize) -> usize {
+    if ASKED.with(|asked| asked.replace(true)) {
+        return 0;
+    }
+    SUMS.with(|a| docs.saturating_sub(a.borrow().len()))
+}
+
 /// Scores summed per document in a dense vector indexed by document, kept per thread and
 /// reset entry by entry, so a query pays only for the documents it touches.
 struct Accumulator {
@@ -196,6 +211,19 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_threads_first_query_counts_a_cold_accumulator() {
+        std::thread::spawn(|| {
+            assert_eq!(first_query_cold_docs(90_000), 90_000);
+            assert_eq!(first_query_cold_docs(90_000), 0);
+            // Later queries pay for the accumulator, however large it must grow.
+            Accumulator::take(10, 1).finish(0.0);
+            assert_eq!(first_query_cold_docs(90_000), 0);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn idf_is_lucenes_and_positive() {
