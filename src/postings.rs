@@ -496,6 +496,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Moves to the next entry.
+    #[inline]
     pub fn advance(&mut self) -> Result<(), CodecError> {
         let at = self.block * BLOCK;
         if self.pos >= self.bytes.len() {
@@ -510,19 +511,21 @@ impl<'a> Cursor<'a> {
             .get(self.block)
             .ok_or(CodecError::Malformed(at))?;
         let mut r = Reader::at(self.bytes, self.pos);
-        let delta = r.next_u32().ok_or(CodecError::Malformed(at))?;
-        let mask = r.next_u32().ok_or(CodecError::Malformed(at))?;
+        let (Some(delta), Some(mask)) = (r.next_u32(), r.next_u32()) else {
+            return Err(CodecError::Malformed(at));
+        };
         // Only the list's first entry may be document 0 itself.
         let first = !self.after_first && self.block == 0;
         if (!first && delta == 0) || mask == 0 || mask >> FIELD_COUNT != 0 {
             return Err(CodecError::Malformed(at));
         }
-        let doc = match self.after_first {
-            true => self.doc.checked_add(delta),
-            false => self.block_start().checked_add(delta),
-        }
-        .ok_or(CodecError::Malformed(at))?;
-        let mut stats: FieldStats = [(0, 0); FIELD_COUNT];
+        let base = match self.after_first {
+            true => self.doc,
+            false => self.block_start(),
+        };
+        let doc = base.checked_add(delta).ok_or(CodecError::Malformed(at))?;
+        // Decoded in place: an error ends the walk, so a half-written entry is never read.
+        self.stats = [(0, 0); FIELD_COUNT];
         let mut bits = mask;
         while bits != 0 {
             let f = bits.trailing_zeros() as usize;
@@ -530,17 +533,17 @@ impl<'a> Cursor<'a> {
             let (Some(tf @ 1..), Some(len)) = (r.next_u32(), r.next_u32()) else {
                 return Err(CodecError::Malformed(at));
             };
-            stats[f] = (tf, len);
+            self.stats[f] = (tf, len);
         }
         self.pos = r.pos();
         // An entry ends its block exactly when it is the block's last document.
-        match (self.pos.cmp(&block.end), doc.cmp(&block.last)) {
-            (std::cmp::Ordering::Equal, std::cmp::Ordering::Equal) => self.block += 1,
-            (std::cmp::Ordering::Less, std::cmp::Ordering::Less) => {}
-            _ => return Err(CodecError::Malformed(at)),
+        if self.pos >= block.end || doc >= block.last {
+            if self.pos != block.end || doc != block.last {
+                return Err(CodecError::Malformed(at));
+            }
+            self.block += 1;
         }
-        (self.doc, self.mask, self.stats, self.on, self.after_first) =
-            (doc, mask, stats, true, true);
+        (self.doc, self.mask, self.on, self.after_first) = (doc, mask, true, true);
         Ok(())
     }
 
