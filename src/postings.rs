@@ -276,7 +276,7 @@ impl Header {
             end = end
                 .checked_add(len as usize)
                 .ok_or(CodecError::Malformed(0))?;
-            let mut bound = [(0, u32::MAX); FIELD_COUNT];
+            let mut bound = Block::EMPTY.bound;
             let mut bits = mask;
             while bits != 0 {
                 let f = bits.trailing_zeros() as usize;
