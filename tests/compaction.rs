@@ -92,12 +92,23 @@ fn a_first_build_is_compacted() {
     }
     let cli = dir.path().join("cli.redb");
     cli_sync(&corpus, &cli, false);
-    // What compaction frees depends on how the build's transaction fragmented the file
-    // (8 % at schema 4, 3 % since the word order table fills some of the free pages): it
-    // must free some.
+    // How much compaction frees depends on how the build's transaction fragmented the file
+    // (8 % at schema 4, 2-3 % since schema 5), and redb's compaction moves pages by a
+    // heuristic whose result varies by a few pages between machines: the CLI's file must be
+    // smaller than the plain one and no larger than compacting the plain one gives.
+    let uncompacted = size(&plain);
     assert!(
-        size(&cli) * 100 <= size(&plain) * 98,
-        "compacted {} bytes, not compacted {}",
+        size(&cli) < uncompacted,
+        "compacted {} bytes, not compacted {uncompacted}",
+        size(&cli)
+    );
+    {
+        let mut index = Index::open_writable(&plain).unwrap();
+        assert_ne!(index.compact().unwrap(), Compaction::Busy);
+    }
+    assert!(
+        size(&cli) * 100 <= size(&plain) * 101,
+        "the CLI left {} bytes, compacting the library's build gives {}",
         size(&cli),
         size(&plain)
     );
