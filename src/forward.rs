@@ -58,14 +58,28 @@ pub fn encode(terms: &[TermEntry]) -> Vec<u8> {
 
 /// Decodes a record written by [`encode`] for a document whose field lengths are `lens`.
 pub fn decode(bytes: &[u8], lens: &[u32; FIELD_COUNT]) -> Result<Vec<TermEntry>, CodecError> {
+    let mut out: Vec<TermEntry> = Vec::new();
+    visit(bytes, lens, |term, stats| {
+        out.push((term.to_owned(), *stats))
+    })?;
+    Ok(out)
+}
+
+/// Calls `each` with every term of a record written by [`encode`], in order, and its
+/// statistics for a document whose field lengths are `lens`; no allocation per term (a
+/// full build visits every posting of the collection). On a malformed record, the terms
+/// before the damage have been visited when the error comes back.
+pub fn visit(
+    bytes: &[u8],
+    lens: &[u32; FIELD_COUNT],
+    mut each: impl FnMut(&str, &FieldStats),
+) -> Result<(), CodecError> {
     let mut r = Reader::new(bytes);
     let count = r.next_u64().ok_or(CodecError::Malformed(0))?;
-    // Each term takes at least three bytes, so a count beyond that is garbage, not a
-    // reason to allocate.
+    // Each term takes at least three bytes, so a count beyond that is garbage.
     if count > bytes.len() as u64 / 3 + 1 {
         return Err(CodecError::Malformed(0));
     }
-    let mut out: Vec<TermEntry> = Vec::with_capacity(count as usize);
     let mut term: Vec<u8> = Vec::new();
     for i in 0..count as usize {
         let bad = CodecError::Malformed(i);
@@ -91,13 +105,15 @@ pub fn decode(bytes: &[u8], lens: &[u32; FIELD_COUNT]) -> Result<Vec<TermEntry>,
                 *slot = (tf, lens[f]);
             }
         }
-        let text = String::from_utf8(term.clone()).map_err(|_| CodecError::NotUtf8(i))?;
-        out.push((text, stats));
+        each(
+            std::str::from_utf8(&term).map_err(|_| CodecError::NotUtf8(i))?,
+            &stats,
+        );
     }
     if !r.is_done() {
         return Err(CodecError::Malformed(count as usize));
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -102,6 +102,13 @@ impl Builder {
         }
     }
 
+    /// Appends every entry of `other`, as [`push`](Builder::push) would one by one.
+    pub fn extend(&mut self, other: Builder) {
+        for p in other.postings() {
+            self.push(p.doc, &p.stats);
+        }
+    }
+
     /// Whether nothing was pushed.
     pub fn is_empty(&self) -> bool {
         self.last.is_none()
@@ -603,6 +610,30 @@ mod tests {
         stats[Field::Name as usize] = name;
         stats[Field::Seed as usize] = seed;
         Posting { doc, stats }
+    }
+
+    #[test]
+    fn a_builder_extended_by_another_holds_both_in_document_order() {
+        let stats = |tf: u32| {
+            let mut s = [(0, 0); FIELD_COUNT];
+            s[1] = (tf, 10 + tf);
+            s
+        };
+        let mut whole = Builder::default();
+        let mut first = Builder::default();
+        let mut second = Builder::default();
+        for doc in [2u32, 9, 40] {
+            first.push(doc, &stats(doc));
+        }
+        for doc in [5u32, 41, 300] {
+            second.push(doc, &stats(doc));
+        }
+        for doc in [2u32, 5, 9, 40, 41, 300] {
+            whole.push(doc, &stats(doc));
+        }
+        first.extend(second);
+        assert_eq!(first.postings(), whole.postings());
+        assert_eq!(first.finish(), whole.finish());
     }
 
     #[test]

@@ -139,3 +139,47 @@ fn incremental_syncs_end_where_a_clean_build_does() {
         );
     }
 }
+
+/// One sync that both offers an indexed skill again (the configuration stops disabling it)
+/// and adds new skills sharing its words: the postings of the two kinds of document are
+/// queued apart (the new ones' on a second thread) and merged into one list per term.
+#[test]
+fn a_skill_offered_again_and_new_skills_in_one_sync_end_where_a_clean_build_does() {
+    let h = Home::new();
+    for i in 0..20 {
+        h.skill(
+            &format!("c/s{i:02}"),
+            &format!("s{i:02}"),
+            &format!("shared words {i}"),
+        );
+    }
+    h.config("skills:\n  disabled: [s05, s11]\n");
+    h.sync();
+    h.config("skills:\n  disabled: [s11]\n");
+    // New documents take ids above every old one, so the merged lists interleave: the
+    // old s05 among new documents on both sides of it in no order the writer controls.
+    for i in 20..40 {
+        h.skill(
+            &format!("c/s{i:02}"),
+            &format!("s{i:02}"),
+            &format!("shared words {i}"),
+        );
+    }
+    let r = h.sync();
+    assert!(r.committed);
+    assert!(digest(&h.db(), "default").contains("active=39 inactive=1"));
+    let incremental = full_digest(&h.db(), "default");
+    h.sync_with(&SyncOptions {
+        rebuild: true,
+        ..Default::default()
+    });
+    assert_eq!(full_digest(&h.db(), "default"), incremental);
+    let hits = h.search_with(
+        "shared words",
+        &skillidx::search::SearchOptions {
+            k: 40,
+            ..Default::default()
+        },
+    );
+    assert_eq!(hits.len(), 39);
+}

@@ -9,7 +9,7 @@
 
 use super::observe::{Observation, Observed};
 use super::plan::Plan;
-use crate::fields::FIELD_COUNT;
+use crate::fields::{FieldStats, FIELD_COUNT};
 use crate::forward;
 use crate::offer::{self, PLUGIN_RANK};
 use crate::postings;
@@ -124,19 +124,61 @@ pub fn apply(
     })
 }
 
-/// A document the apply phase adds.
-struct NewDoc {
-    head: DocHead,
+/// What the apply phase writes for a new document besides its head and forward index.
+struct NewRecords {
     body: DocBody,
-    /// Its forward index, encoded.
-    forward: Vec<u8>,
     /// Its name and description in word order, encoded (the `words` table).
     words: Vec<u8>,
 }
 
+/// The postings of `docs` (id, field lengths, encoded forward index), in id order, per
+/// term.
+fn postings_of(
+    docs: &[(u32, [u32; FIELD_COUNT], &[u8])],
+) -> Result<FxHashMap<String, postings::Builder>, (u32, forward::CodecError)> {
+    let mut lists: FxHashMap<String, postings::Builder> = FxHashMap::default();
+    for &(id, lens, bytes) in docs {
+        forward::visit(bytes, &lens, |term, stats| {
+            push_posting(&mut lists, id, term, stats)
+        })
+        .map_err(|e| (id, e))?;
+    }
+    Ok(lists)
+}
+
+/// Appends `doc`'s entry to `term`'s list in `lists`; the term's text is copied only for a
+/// term not seen before.
+fn push_posting(
+    lists: &mut FxHashMap<String, postings::Builder>,
+    doc: u32,
+    term: &str,
+    stats: &FieldStats,
+) {
+    match lists.get_mut(term) {
+        Some(list) => list.push(doc, stats),
+        None => {
+            let mut list = postings::Builder::default();
+            list.push(doc, stats);
+            lists.insert(term.to_owned(), list);
+        }
+    }
+}
+
+/// The documents the plan adds, moved out of their observations.
+struct NewDocs {
+    heads: Vec<(u32, DocHead)>,
+    /// Their other records, in id order, each to be taken once.
+    records: Vec<(u32, Option<NewRecords>)>,
+    /// Their forward indexes, encoded, in the same order as `records`: read by the writer
+    /// and, at the same time, by the thread that builds their postings.
+    forwards: Vec<Vec<u8>>,
+}
+
 /// Moves the parsed skills the plan adds out of their observations.
-fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
-    let mut out = Vec::with_capacity(plan.new.len());
+fn take_new(plan: &Plan, observed: &mut [Observed]) -> NewDocs {
+    let mut heads = Vec::with_capacity(plan.new.len());
+    let mut records = Vec::with_capacity(plan.new.len());
+    let mut forwards = Vec::with_capacity(plan.new.len());
     for &(id, i) in &plan.new {
         let o = &mut observed[i];
         let Observation::Changed { parsed, .. } =
@@ -157,8 +199,9 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
             forward,
             words,
         } = *parsed;
-        let doc = NewDoc {
-            head: DocHead {
+        heads.push((
+            id,
+            DocHead {
                 id: skill.id,
                 name: skill.name,
                 dir_name: skill.dir_name,
@@ -173,22 +216,32 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> Vec<(u32, NewDoc)> {
                 lens,
                 inactive: None,
             },
-            body: DocBody {
-                category: skill.category,
-                description: skill.description,
-                origin: o.candidate.location.origin.clone(),
-                platforms: skill.platforms,
-                triggers: skill.triggers,
-                tags: skill.tags,
-                notes: skill.notes,
-                flags: skill.flags,
-            },
-            forward,
-            words,
-        };
-        out.push((id, doc));
+        ));
+        forwards.push((id, forward));
+        records.push((
+            id,
+            Some(NewRecords {
+                body: DocBody {
+                    category: skill.category,
+                    description: skill.description,
+                    origin: o.candidate.location.origin.clone(),
+                    platforms: skill.platforms,
+                    triggers: skill.triggers,
+                    tags: skill.tags,
+                    notes: skill.notes,
+                    flags: skill.flags,
+                },
+                words,
+            }),
+        ));
     }
-    out
+    records.sort_unstable_by_key(|(id, _)| *id);
+    forwards.sort_unstable_by_key(|(id, _)| *id);
+    NewDocs {
+        heads,
+        records,
+        forwards: forwards.into_iter().map(|(_, f)| f).collect(),
+    }
 }
 
 /// The document tables and the postings changes queued while they are updated.
@@ -220,7 +273,7 @@ impl Documents<'_> {
     fn apply(
         &mut self,
         gone: Vec<u32>,
-        new: Vec<(u32, NewDoc)>,
+        new: NewDocs,
         config: &ConfigSnapshot,
         os: &str,
         stats: &mut CorpusStats,
@@ -276,7 +329,7 @@ impl Documents<'_> {
         for h in gone_heads
             .iter()
             .map(|(_, h)| h)
-            .chain(new.iter().map(|(_, d)| &d.head))
+            .chain(new.heads.iter().map(|(_, h)| h))
         {
             changed_names.insert(h.name.clone());
             changed_names.insert(h.dir_name.clone());
@@ -300,8 +353,8 @@ impl Documents<'_> {
                     }
                 }
             }
-            for (d, doc) in &new {
-                for n in [&doc.head.name, &doc.head.dir_name] {
+            for (d, h) in &new.heads {
+                for n in [&h.name, &h.dir_name] {
                     let list = name_rows.entry(name_key(n)).or_default();
                     if let Err(at) = list.binary_search(d) {
                         list.insert(at, *d);
@@ -310,10 +363,7 @@ impl Documents<'_> {
             }
         } else {
             names.retain(|_, _| false).map_err(|e| self.err(e))?;
-            for (d, h) in heads
-                .iter()
-                .chain(new.iter().map(|(d, doc)| (d, &doc.head)))
-            {
+            for (d, h) in heads.iter().chain(new.heads.iter().map(|(d, h)| (d, h))) {
                 for n in [&h.name, &h.dir_name] {
                     let list = name_rows.entry(name_key(n)).or_default();
                     if list.last() != Some(d) {
@@ -340,7 +390,7 @@ impl Documents<'_> {
             .map_err(|e| self.err(e))?;
 
         if incremental {
-            let new_ids: FxHashSet<u32> = new.iter().map(|(d, _)| *d).collect();
+            let new_ids: FxHashSet<u32> = new.heads.iter().map(|(d, _)| *d).collect();
             let mut wanted: Vec<u32> = name_rows
                 .values()
                 .flatten()
@@ -374,11 +424,15 @@ impl Documents<'_> {
             terms.remove(d).map_err(|e| self.err(e))?;
             words.remove(d).map_err(|e| self.err(e))?;
         }
-        let mut new_by_id: FxHashMap<u32, NewDoc> = FxHashMap::default();
-        for (id, doc) in new {
-            heads.insert(id, doc.head.clone());
-            new_by_id.insert(id, doc);
-        }
+        // The new heads join the others, moved rather than copied (a full build holds
+        // every document here); the walk below takes each new document's records once, so
+        // it frees them as it goes.
+        let NewDocs {
+            heads: new_heads,
+            records: mut new_records,
+            forwards,
+        } = new;
+        heads.extend(new_heads);
 
         let decided = offer::decide(&heads, config, os);
         // In the incremental case, the decisions that stand: those of documents whose
@@ -388,78 +442,109 @@ impl Documents<'_> {
             stats.docs = 0;
             stats.sum_lens = [0u64; FIELD_COUNT];
         }
-        for (id, head) in heads.iter_mut() {
-            if !counts(head) {
-                continue;
-            }
-            let now = decided.inactive.get(id).cloned().flatten();
-            let new_id = decided
-                .ids
-                .get(id)
-                .cloned()
-                .unwrap_or_else(|| head.id.clone());
-            // The statistics: recounted in full, or adjusted for each flip.
-            let was_active = !new_by_id.contains_key(id) && head.inactive.is_none();
-            let delta = match (incremental, was_active, now.is_none()) {
-                (false, _, true) | (true, false, true) => Some(true),
-                (true, true, false) => Some(false),
-                _ => None,
-            };
-            if let Some(add) = delta {
-                if add {
-                    stats.docs += 1;
-                } else {
-                    stats.docs -= 1;
-                }
-                for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
-                    if add {
-                        *sum += u64::from(len);
-                    } else {
-                        *sum -= u64::from(len);
+        // The new documents that will be offered: their postings are built on a second
+        // thread while this one writes the records (a full build's two biggest serial
+        // steps). A new document is always decided again, so its decision is final here.
+        let offered: Vec<(u32, [u32; FIELD_COUNT], &[u8])> = new_records
+            .iter()
+            .zip(&forwards)
+            .filter(|((id, _), _)| decided.inactive.get(id).cloned().flatten().is_none())
+            .filter_map(|((id, _), f)| heads.get(id).map(|h| (*id, h.lens, f.as_slice())))
+            .collect();
+        let (built, walked) = std::thread::scope(|scope| {
+            let builder = scope.spawn(|| postings_of(&offered));
+            let walked = (|| -> Result<(), StoreError> {
+                for (id, head) in heads.iter_mut() {
+                    if !counts(head) {
+                        continue;
+                    }
+                    let now = decided.inactive.get(id).cloned().flatten();
+                    let new_id = decided
+                        .ids
+                        .get(id)
+                        .cloned()
+                        .unwrap_or_else(|| head.id.clone());
+                    // The statistics: recounted in full, or adjusted for each flip.
+                    let added = new_records.binary_search_by_key(id, |(d, _)| *d).ok();
+                    let was_active = added.is_none() && head.inactive.is_none();
+                    let delta = match (incremental, was_active, now.is_none()) {
+                        (false, _, true) | (true, false, true) => Some(true),
+                        (true, true, false) => Some(false),
+                        _ => None,
+                    };
+                    if let Some(add) = delta {
+                        if add {
+                            stats.docs += 1;
+                        } else {
+                            stats.docs -= 1;
+                        }
+                        for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
+                            if add {
+                                *sum += u64::from(len);
+                            } else {
+                                *sum -= u64::from(len);
+                            }
+                        }
+                    }
+                    if let Some(at) = added {
+                        let Some(doc) = new_records[at].1.take() else {
+                            continue;
+                        };
+                        head.inactive = now;
+                        head.id = new_id;
+                        docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
+                            .map_err(|e| self.err(e))?;
+                        terms
+                            .insert(*id, forwards[at].as_slice())
+                            .map_err(|e| self.err(e))?;
+                        words
+                            .insert(*id, doc.words.as_slice())
+                            .map_err(|e| self.err(e))?;
+                        continue;
+                    }
+                    if head.inactive == now && head.id == new_id {
+                        continue;
+                    }
+                    if head.inactive.is_none() != now.is_none() {
+                        let t = store::read_terms(self.store, &terms, *id, &head.lens)?;
+                        if now.is_none() {
+                            for (term, stats) in &t {
+                                self.queue_add(*id, term, stats);
+                            }
+                        } else {
+                            self.queue_remove(*id, &t);
+                        }
+                    }
+                    head.inactive = now;
+                    head.id = new_id;
+                    let bytes = docs
+                        .get(*id)
+                        .map_err(|e| self.err(e))?
+                        .map(|v| v.value().to_vec());
+                    if let Some(bytes) = bytes {
+                        let (_, rest) = postcard::take_from_bytes::<DocHead>(&bytes)
+                            .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
+                        let body: DocBody = decode(self.store, rest, "document body")?;
+                        docs.insert(*id, encode(&(&*head, &body)).as_slice())
+                            .map_err(|e| self.err(e))?;
                     }
                 }
-            }
-            if let Some(doc) = new_by_id.remove(id) {
-                head.inactive = now;
-                head.id = new_id;
-                if head.inactive.is_none() {
-                    let t = forward::decode(&doc.forward, &head.lens)
-                        .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
-                    self.queue_add(*id, &t);
+                Ok(())
+            })();
+            let built = builder
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (built, walked)
+        });
+        walked?;
+        let built =
+            built.map_err(|(id, e)| self.store.bad_record(format!("document {id}: {e}")))?;
+        for (term, list) in built {
+            match self.add.get_mut(term.as_str()) {
+                Some(queued) => queued.extend(list),
+                None => {
+                    self.add.insert(term, list);
                 }
-                docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
-                    .map_err(|e| self.err(e))?;
-                terms
-                    .insert(*id, doc.forward.as_slice())
-                    .map_err(|e| self.err(e))?;
-                words
-                    .insert(*id, doc.words.as_slice())
-                    .map_err(|e| self.err(e))?;
-                continue;
-            }
-            if head.inactive == now && head.id == new_id {
-                continue;
-            }
-            if head.inactive.is_none() != now.is_none() {
-                let t = store::read_terms(self.store, &terms, *id, &head.lens)?;
-                if now.is_none() {
-                    self.queue_add(*id, &t);
-                } else {
-                    self.queue_remove(*id, &t);
-                }
-            }
-            head.inactive = now;
-            head.id = new_id;
-            let bytes = docs
-                .get(*id)
-                .map_err(|e| self.err(e))?
-                .map(|v| v.value().to_vec());
-            if let Some(bytes) = bytes {
-                let (_, rest) = postcard::take_from_bytes::<DocHead>(&bytes)
-                    .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
-                let body: DocBody = decode(self.store, rest, "document body")?;
-                docs.insert(*id, encode(&(&*head, &body)).as_slice())
-                    .map_err(|e| self.err(e))?;
             }
         }
         if !incremental {
@@ -518,17 +603,8 @@ impl Documents<'_> {
         }
     }
 
-    fn queue_add(&mut self, doc: u32, terms: &[TermEntry]) {
-        for (t, stats) in terms {
-            match self.add.get_mut(t.as_str()) {
-                Some(list) => list.push(doc, stats),
-                None => {
-                    let mut list = postings::Builder::default();
-                    list.push(doc, stats);
-                    self.add.insert(t.clone(), list);
-                }
-            }
-        }
+    fn queue_add(&mut self, doc: u32, term: &str, stats: &FieldStats) {
+        push_posting(&mut self.add, doc, term, stats);
     }
 
     fn flush_postings(&mut self) -> Result<(), StoreError> {

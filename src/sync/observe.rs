@@ -24,7 +24,9 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// A parsed, tokenized skill.
 #[derive(Debug)]
 pub struct Parsed {
-    /// The skill as Hermes reads it.
+    /// The skill as Hermes reads it, less its body and when-to-use text: they are tokenized
+    /// here and nothing after reads them, so a sync of many new skills does not hold them
+    /// until apply.
     pub skill: Skill,
     /// Per field, its length in terms.
     pub lens: [u32; FIELD_COUNT],
@@ -39,9 +41,11 @@ pub struct Parsed {
 
 impl Parsed {
     /// Tokenizes `skill`.
-    pub fn new(skill: Skill) -> Parsed {
+    pub fn new(mut skill: Skill) -> Parsed {
         let Analyzed { lens, terms } = analyze(&skill);
         let words = crate::store::encode(&word_order(&skill.name, &skill.description));
+        skill.body = String::new();
+        skill.when_to_use = String::new();
         Parsed {
             skill,
             lens,
