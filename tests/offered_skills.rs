@@ -267,3 +267,33 @@ fn profiles_are_kept_apart() {
     profiles.sort();
     assert_eq!(profiles, ["default", "work"]);
 }
+
+/// A query process keeps its index open while a sync changes what a platform hides: its
+/// next answer follows the new rules (the decoded rules are shared between queries only
+/// while their stored bytes stay the same).
+#[test]
+fn an_open_index_answers_with_the_rules_of_the_last_sync() {
+    let h = Home::new();
+    corpus(&h);
+    h.config("skills:\n  platform_disabled:\n    telegram: [control-hue]\n");
+    h.sync();
+    let index = skillidx::Index::open(&h.db()).unwrap();
+    let on_telegram = || {
+        let opts = SearchOptions {
+            k: 50,
+            platform: Some("telegram".to_owned()),
+            ..Default::default()
+        };
+        let hits = index.search("default", "smart lights", &opts).unwrap();
+        hits.into_iter().map(|hit| hit.id).collect::<Vec<_>>()
+    };
+    let before = on_telegram();
+    assert!(!before.contains(&"control-hue".to_owned()), "{before:?}");
+    assert!(before.contains(&"light-scenes".to_owned()), "{before:?}");
+    assert_eq!(on_telegram(), before);
+    h.config("skills:\n  platform_disabled:\n    telegram: [light-scenes]\n");
+    h.sync();
+    let after = on_telegram();
+    assert!(after.contains(&"control-hue".to_owned()), "{after:?}");
+    assert!(!after.contains(&"light-scenes".to_owned()), "{after:?}");
+}

@@ -53,6 +53,7 @@ use plan::Plan;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 use rustc_hash::FxHashSet;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// BM25's free parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -358,7 +359,7 @@ pub struct Snapshot<'s> {
     postings: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
     docs: Option<ReadOnlyTable<u32, &'static [u8]>>,
     stats: CorpusStats,
-    rules: OfferRules,
+    rules: Arc<OfferRules>,
     profile: String,
     #[cfg(feature = "semantic")]
     manifest: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
@@ -417,15 +418,17 @@ impl<'s> Snapshot<'s> {
         let tables = ProfileTables::new(profile);
         let postings = open_or_none(store, txn, tables.postings())?;
         let docs = open_or_none(store, txn, tables.docs())?;
-        let (mut stats, mut rules) = (CorpusStats::default(), OfferRules::default());
+        let mut stats = CorpusStats::default();
+        let mut rules = None;
         if let Some(state) = open_or_none(store, txn, tables.state())? {
             if let Some(v) = state.get("stats").map_err(|e| store.err(e))? {
                 stats = decode(store, v.value(), "corpus stats")?;
             }
             if let Some(v) = state.get("offer_rules").map_err(|e| store.err(e))? {
-                rules = decode(store, v.value(), "offer rules")?;
+                rules = Some(store.decode_shared(v.value(), "offer rules")?);
             }
         }
+        let rules = rules.unwrap_or_default();
         Ok(Snapshot {
             store,
             txn,
