@@ -47,7 +47,7 @@ pub use rank::{FLOOR_CJK, FLOOR_CJK_GRID, FLOOR_LATIN};
 pub use score::{idf, term_weight, CJK_FIELD_WEIGHTS, FIELD_B, FIELD_WEIGHTS};
 
 use crate::offer::{OfferRules, Session};
-use crate::store::records::{CorpusStats, DocBody, DocHead};
+use crate::store::records::{CorpusStats, DocBody, DocHead, HitFields};
 use crate::store::{decode, open_or_none, ProfileTables, Store, StoreError};
 use plan::Plan;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
@@ -462,6 +462,27 @@ impl<'s> Snapshot<'s> {
             Some(v) => Ok(Some(decode(self.store, v.value(), "document")?)),
             None => Ok(None),
         }
+    }
+
+    /// The hit document `doc` makes with `score`: the fields a hit shows, read from its
+    /// record in place ([`HitFields`]).
+    fn hit(&self, doc: u32, score: f64) -> Result<Option<Hit>, StoreError> {
+        let Some(docs) = &self.docs else {
+            return Ok(None);
+        };
+        let Some(v) = docs.get(doc).map_err(|e| self.store.err(e))? else {
+            return Ok(None);
+        };
+        let f = HitFields::read(v.value())
+            .map_err(|e| self.store.bad_record(format!("document: {e}")))?;
+        Ok(Some(Hit {
+            id: f.id.to_owned(),
+            name: f.name.to_owned(),
+            category: f.category.to_owned(),
+            description: f.description.to_owned(),
+            score,
+            path: f.key.to_owned(),
+        }))
     }
 
     /// Every document, in id order.

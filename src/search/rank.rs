@@ -60,15 +60,8 @@ pub(super) fn top_k(
     scored.retain(|&(_, s)| s >= cutoff);
     let mut hits = Vec::with_capacity(scored.len());
     for (doc, score) in scored {
-        if let Some((h, b)) = snap.doc(doc)? {
-            hits.push(Hit {
-                id: h.id,
-                name: h.name,
-                category: b.category,
-                description: b.description,
-                score,
-                path: h.key,
-            });
+        if let Some(hit) = snap.hit(doc, score)? {
+            hits.push(hit);
         }
     }
     hits.sort_by(|a, b| {

@@ -108,6 +108,102 @@ impl std::fmt::Display for NotOffered {
     }
 }
 
+/// What a hit shows of a document record (`(DocHead, DocBody)`), read in place: its
+/// strings borrow the stored bytes, and the fields a hit does not show are passed over
+/// without being kept. Reading a hit's whole record took 10 % of a short query at 2.8k
+/// skills, most of it allocating and freeing the strings and lists nobody reads. The layout
+/// is the owned types' own: `records::tests` holds the two together.
+#[derive(Debug, PartialEq, Eq, Deserialize)]
+pub struct HitFields<'a> {
+    /// [`DocHead::id`].
+    pub id: &'a str,
+    /// [`DocHead::name`].
+    pub name: &'a str,
+    /// [`DocHead::key`].
+    pub key: &'a str,
+    /// [`DocBody::category`].
+    pub category: &'a str,
+    /// [`DocBody::description`].
+    pub description: &'a str,
+}
+
+impl<'a> HitFields<'a> {
+    /// Reads a document record's bytes.
+    pub fn read(bytes: &'a [u8]) -> Result<HitFields<'a>, postcard::Error> {
+        let (head, body) = postcard::take_from_bytes::<HeadFields<'a>>(bytes)?;
+        // The body's first two fields; the rest is left unread.
+        let ((category, description), _) = postcard::take_from_bytes::<(&str, &str)>(body)?;
+        Ok(HitFields {
+            id: head.id,
+            name: head.name,
+            key: head.key,
+            category,
+            description,
+        })
+    }
+}
+
+/// [`DocHead`]'s layout, keeping the strings a hit shows and passing over the rest.
+#[derive(Deserialize)]
+struct HeadFields<'a> {
+    id: &'a str,
+    name: &'a str,
+    // A string passed over is read as bytes: same layout, no UTF-8 check.
+    _dir_name: &'a [u8],
+    _folder: &'a [u8],
+    _category: &'a [u8],
+    _rank: u32,
+    key: &'a str,
+    _platforms: SkipStrings,
+    _environments: SkipStrings,
+    _has_environments: bool,
+    _conditions: ConditionsFields,
+    _lens: [u32; FIELD_COUNT],
+    _inactive: Option<NotOfferedFields<'a>>,
+}
+
+/// [`Conditions`]' layout.
+#[derive(Deserialize)]
+struct ConditionsFields {
+    _requires_toolsets: SkipStrings,
+    _requires_tools: SkipStrings,
+    _fallback_for_toolsets: SkipStrings,
+    _fallback_for_tools: SkipStrings,
+    _never_with_tools: bool,
+}
+
+/// [`NotOffered`]'s layout.
+#[derive(Deserialize)]
+enum NotOfferedFields<'a> {
+    OtherOs { _os: &'a [u8] },
+    Disabled,
+    NoEnvironment,
+    Shadowed { _by: &'a [u8] },
+}
+
+/// A list of strings, walked (as bytes: no UTF-8 check) and not collected.
+struct SkipStrings;
+
+impl<'de> Deserialize<'de> for SkipStrings {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Walk;
+        impl<'de> serde::de::Visitor<'de> for Walk {
+            type Value = SkipStrings;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of strings")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<SkipStrings, A::Error> {
+                while seq.next_element::<&'de [u8]>()?.is_some() {}
+                Ok(SkipStrings)
+            }
+        }
+        d.deserialize_seq(Walk)
+    }
+}
+
 /// The rest of a document record: what a hit shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocBody {
@@ -193,4 +289,70 @@ pub use crate::offer::OfferRules;
 pub struct ProfileInfo {
     /// The profile's home directory.
     pub home: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hit_fields_read_what_the_owned_record_holds() {
+        let strings = |prefix: &str, n: usize| -> Vec<String> {
+            (0..n).map(|i| format!("{prefix}-{i}-ü")).collect()
+        };
+        let inactive = [
+            None,
+            Some(NotOffered::OtherOs { os: "macos".into() }),
+            Some(NotOffered::Disabled),
+            Some(NotOffered::NoEnvironment),
+            Some(NotOffered::Shadowed {
+                by: "skills/x/SKILL.md".into(),
+            }),
+        ];
+        for (i, inactive) in inactive.into_iter().enumerate() {
+            let head = DocHead {
+                id: format!("id-{i}"),
+                name: "pdf → markdown".into(),
+                dir_name: "pdf".into(),
+                folder: "docs/pdf".into(),
+                category: "docs".into(),
+                rank: 3 + i as u32,
+                key: "/home/h/skills/docs/pdf/SKILL.md".into(),
+                platforms: strings("p", i),
+                environments: strings("e", i + 1),
+                has_environments: i % 2 == 0,
+                conditions: Conditions {
+                    requires_toolsets: strings("rts", i),
+                    requires_tools: strings("rt", 2),
+                    fallback_for_toolsets: strings("fts", 1),
+                    fallback_for_tools: strings("ft", i),
+                    never_with_tools: i % 2 == 1,
+                },
+                lens: [1, 20, 300, 4, 50_000, 6],
+                inactive,
+            };
+            let body = DocBody {
+                category: "docs/other".into(),
+                description: "Converts PDF files; 変換".into(),
+                origin: Origin::Plugin("plug".into()),
+                platforms: strings("bp", 2),
+                triggers: strings("t", 3),
+                tags: strings("g", i),
+                notes: strings("n", 1),
+                flags: strings("f", i),
+            };
+            let bytes = postcard::to_allocvec(&(&head, &body)).unwrap();
+            assert_eq!(
+                HitFields::read(&bytes).unwrap(),
+                HitFields {
+                    id: &head.id,
+                    name: &head.name,
+                    key: &head.key,
+                    category: &body.category,
+                    description: &body.description,
+                }
+            );
+            assert!(HitFields::read(&bytes[..bytes.len() / 2]).is_err());
+        }
+    }
 }
