@@ -38,8 +38,8 @@ pub fn apply(
     store: &Store,
     tables: &ProfileTables,
     txn: &WriteTransaction,
-    plan: Plan,
-    observed: &mut [Observed],
+    mut plan: Plan,
+    mut observed: Vec<Observed>,
     config: &ConfigSnapshot,
     os: &str,
     mut stats: CorpusStats,
@@ -59,6 +59,9 @@ pub fn apply(
             manifest.remove(key.as_str()).map_err(|e| err(e.into()))?;
         }
     }
+    // Written: a full build's entries (a path and a stat each) are given back before its
+    // documents are.
+    (plan.puts, plan.deletes) = (Vec::new(), Vec::new());
     let mut state = txn.open_table(tables.state()).map_err(|e| err(e.into()))?;
     stats.next_doc = plan.next_doc;
     if plan.touches_documents() {
@@ -69,7 +72,9 @@ pub fn apply(
             remove: FxHashMap::default(),
             add: FxHashMap::default(),
         };
-        let new = take_new(&plan, observed);
+        let new = take_new(&plan, &mut observed);
+        // What is left of the observations (paths, stats) is read no more.
+        drop(observed);
         let committed_rules: Option<OfferRules> =
             match state.get("offer_rules").map_err(|e| err(e.into()))? {
                 Some(v) => postcard::from_bytes(v.value()).ok(),
@@ -324,15 +329,18 @@ impl Documents<'_> {
             }
         }
         // The names of the changed documents: only documents carrying one of them can see
-        // their id or offer change.
+        // their id or offer change. Read only where the names table is kept incrementally or
+        // documents are decided again in part; a full build needs none of them.
         let mut changed_names: FxHashSet<String> = FxHashSet::default();
-        for h in gone_heads
-            .iter()
-            .map(|(_, h)| h)
-            .chain(new.heads.iter().map(|(_, h)| h))
-        {
-            changed_names.insert(h.name.clone());
-            changed_names.insert(h.dir_name.clone());
+        if names_valid || incremental {
+            for h in gone_heads
+                .iter()
+                .map(|(_, h)| h)
+                .chain(new.heads.iter().map(|(_, h)| h))
+            {
+                changed_names.insert(h.name.clone());
+                changed_names.insert(h.dir_name.clone());
+            }
         }
 
         // Keep the names table in step: incrementally when it is, else rebuilt.
@@ -405,6 +413,7 @@ impl Documents<'_> {
                 }
             }
         }
+        drop(name_rows);
 
         // Take the gone documents out.
         for (d, head) in &gone_heads {

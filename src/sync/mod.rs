@@ -190,7 +190,7 @@ pub fn sync_profile(
     report.skipped.extend(found.problems);
     report.warnings.extend(found.notices);
     report.listed = found.listed;
-    let mut observed = observe::observe(found.found, &base.manifest, opts.progress);
+    let observed = observe::observe(found.found, &base.manifest, opts.progress);
     report.phase("hash and parse", &mut mark);
     report.hashed = observed
         .iter()
@@ -296,13 +296,16 @@ pub fn sync_profile(
     if changed || dirs_worth_writing {
         write_dirs(store, &txn, &tables, &dirs)?;
     }
+    // Nothing below reads the folder listings: a full build's apply holds every document,
+    // and this gives it back the 90k folders' worth first.
+    drop((dirs, dir_cache));
     if changed {
         let applied = apply::apply(
             store,
             &tables,
             &txn,
             planned,
-            &mut observed,
+            observed,
             &snapshot,
             &os,
             current.stats.clone(),
