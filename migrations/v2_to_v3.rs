@@ -115,7 +115,7 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
     let mut offered = 0u32;
     let mut sum_lens = [0u64; FIELD_COUNT];
     for (id, (h, b)) in &mut records {
-        h.inactive = decided.inactive.get(id).cloned().flatten();
+        h.inactive = decided.inactive.get(id).cloned();
         if let Some(new_id) = decided.ids.get(id) {
             h.id = new_id.clone();
         }

@@ -383,9 +383,10 @@ pub fn resolve(group: &[Member], shown: impl Fn(u32) -> bool, mut lost: impl FnM
 /// What a sync decides for every document.
 #[derive(Debug, Default)]
 pub struct Decisions {
-    /// Per document, why it is never offered (`None`: offered in some session).
-    pub inactive: FxHashMap<u32, Option<NotOffered>>,
-    /// Per document, the id to load it by.
+    /// Per document never offered in any session, why (a document not here is offered in
+    /// some session). Kept sparse: a full build holds this beside every document.
+    pub inactive: FxHashMap<u32, NotOffered>,
+    /// Per document whose id is not the one its head holds, the id to load it by.
     pub ids: FxHashMap<u32, String>,
     /// What is left for the session.
     pub rules: OfferRules,
@@ -420,7 +421,9 @@ pub fn decide(heads: &BTreeMap<u32, DocHead>, config: &ConfigSnapshot, os: &str)
         } else {
             h.name.clone()
         };
-        out.ids.insert(d, id);
+        if id != h.id {
+            out.ids.insert(d, id);
+        }
         let why = if !crate::skill::runs_on(&h.platforms, os) {
             Some(NotOffered::OtherOs { os: os.to_owned() })
         } else if config.disabled.contains(&h.name) || config.disabled.contains(&h.dir_name) {
@@ -435,12 +438,11 @@ pub fn decide(heads: &BTreeMap<u32, DocHead>, config: &ConfigSnapshot, os: &str)
                 }
             }
         };
-        if why.is_some() {
+        if let Some(why) = why {
             rules.remove(&d);
             out.inactive.insert(d, why);
             continue;
         }
-        out.inactive.insert(d, None);
         let rule = rules.entry(d).or_default();
         rule.doc = d;
         rule.lens = h.lens;
@@ -494,9 +496,9 @@ pub fn decide(heads: &BTreeMap<u32, DocHead>, config: &ConfigSnapshot, os: &str)
                 |loser, winner| {
                     out.inactive.insert(
                         loser,
-                        Some(NotOffered::Shadowed {
+                        NotOffered::Shadowed {
                             by: heads[&winner].key.clone(),
-                        }),
+                        },
                     );
                 },
             );

@@ -457,7 +457,7 @@ impl Documents<'_> {
         let offered: Vec<(u32, [u32; FIELD_COUNT], &[u8])> = new_records
             .iter()
             .zip(&forwards)
-            .filter(|((id, _), _)| decided.inactive.get(id).cloned().flatten().is_none())
+            .filter(|((id, _), _)| !decided.inactive.contains_key(id))
             .filter_map(|((id, _), f)| heads.get(id).map(|h| (*id, h.lens, f.as_slice())))
             .collect();
         let (built, walked) = std::thread::scope(|scope| {
@@ -467,7 +467,7 @@ impl Documents<'_> {
                     if !counts(head) {
                         continue;
                     }
-                    let now = decided.inactive.get(id).cloned().flatten();
+                    let now = decided.inactive.get(id).cloned();
                     let new_id = decided
                         .ids
                         .get(id)
