@@ -546,8 +546,13 @@ impl Documents<'_> {
             (built, walked)
         });
         walked?;
-        let built =
+        let mut built =
             built.map_err(|(id, e)| self.store.bad_record(format!("document {id}: {e}")))?;
+        // The larger map takes the smaller's lists (a full build's are all the thread's), so
+        // no map is rebuilt entry by entry beside the one it copies.
+        if built.len() > self.add.len() {
+            std::mem::swap(&mut built, &mut self.add);
+        }
         for (term, list) in built {
             match self.add.get_mut(term.as_str()) {
                 Some(queued) => queued.extend(list),
