@@ -172,7 +172,7 @@ fn push_posting(
 /// The documents the plan adds, moved out of their observations.
 struct NewDocs {
     heads: Vec<(u32, DocHead)>,
-    /// Their other records, in id order, each to be taken once.
+    /// Their other records, in id order (the plan's), each to be taken once.
     records: Vec<(u32, Option<NewRecords>)>,
     /// Their forward indexes, encoded, in the same order as `records`: read by the writer
     /// and, at the same time, by the thread that builds their postings.
@@ -184,6 +184,7 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> NewDocs {
     let mut heads = Vec::with_capacity(plan.new.len());
     let mut records = Vec::with_capacity(plan.new.len());
     let mut forwards = Vec::with_capacity(plan.new.len());
+    debug_assert!(plan.new.windows(2).all(|w| w[0].0 < w[1].0));
     for &(id, i) in &plan.new {
         let o = &mut observed[i];
         let Observation::Changed { parsed, .. } =
@@ -222,7 +223,7 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> NewDocs {
                 inactive: None,
             },
         ));
-        forwards.push((id, forward));
+        forwards.push(forward);
         records.push((
             id,
             Some(NewRecords {
@@ -240,12 +241,10 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> NewDocs {
             }),
         ));
     }
-    records.sort_unstable_by_key(|(id, _)| *id);
-    forwards.sort_unstable_by_key(|(id, _)| *id);
     NewDocs {
         heads,
         records,
-        forwards: forwards.into_iter().map(|(_, f)| f).collect(),
+        forwards,
     }
 }
 
@@ -460,92 +459,88 @@ impl Documents<'_> {
             .filter(|((id, _), _)| !decided.inactive.contains_key(id))
             .filter_map(|((id, _), f)| heads.get(id).map(|h| (*id, h.lens, f.as_slice())))
             .collect();
-        let (built, walked) = std::thread::scope(|scope| {
+        // A failed write returns out of the scope, which still waits for the builder.
+        let built = std::thread::scope(|scope| -> Result<_, StoreError> {
             let builder = scope.spawn(|| postings_of(&offered));
-            let walked = (|| -> Result<(), StoreError> {
-                for (id, head) in heads.iter_mut() {
-                    if !counts(head) {
-                        continue;
+            for (id, head) in heads.iter_mut() {
+                if !counts(head) {
+                    continue;
+                }
+                let now = decided.inactive.get(id).cloned();
+                let new_id = decided
+                    .ids
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| head.id.clone());
+                // The statistics: recounted in full, or adjusted for each flip.
+                let added = new_records.binary_search_by_key(id, |(d, _)| *d).ok();
+                let was_active = added.is_none() && head.inactive.is_none();
+                let delta = match (incremental, was_active, now.is_none()) {
+                    (false, _, true) | (true, false, true) => Some(true),
+                    (true, true, false) => Some(false),
+                    _ => None,
+                };
+                if let Some(add) = delta {
+                    if add {
+                        stats.docs += 1;
+                    } else {
+                        stats.docs -= 1;
                     }
-                    let now = decided.inactive.get(id).cloned();
-                    let new_id = decided
-                        .ids
-                        .get(id)
-                        .cloned()
-                        .unwrap_or_else(|| head.id.clone());
-                    // The statistics: recounted in full, or adjusted for each flip.
-                    let added = new_records.binary_search_by_key(id, |(d, _)| *d).ok();
-                    let was_active = added.is_none() && head.inactive.is_none();
-                    let delta = match (incremental, was_active, now.is_none()) {
-                        (false, _, true) | (true, false, true) => Some(true),
-                        (true, true, false) => Some(false),
-                        _ => None,
-                    };
-                    if let Some(add) = delta {
+                    for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
                         if add {
-                            stats.docs += 1;
+                            *sum += u64::from(len);
                         } else {
-                            stats.docs -= 1;
+                            *sum -= u64::from(len);
                         }
-                        for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
-                            if add {
-                                *sum += u64::from(len);
-                            } else {
-                                *sum -= u64::from(len);
-                            }
-                        }
-                    }
-                    if let Some(at) = added {
-                        let Some(doc) = new_records[at].1.take() else {
-                            continue;
-                        };
-                        head.inactive = now;
-                        head.id = new_id;
-                        docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
-                            .map_err(|e| self.err(e))?;
-                        terms
-                            .insert(*id, forwards[at].as_slice())
-                            .map_err(|e| self.err(e))?;
-                        words
-                            .insert(*id, doc.words.as_slice())
-                            .map_err(|e| self.err(e))?;
-                        continue;
-                    }
-                    if head.inactive == now && head.id == new_id {
-                        continue;
-                    }
-                    if head.inactive.is_none() != now.is_none() {
-                        let t = store::read_terms(self.store, &terms, *id, &head.lens)?;
-                        if now.is_none() {
-                            for (term, stats) in &t {
-                                self.queue_add(*id, term, stats);
-                            }
-                        } else {
-                            self.queue_remove(*id, &t);
-                        }
-                    }
-                    head.inactive = now;
-                    head.id = new_id;
-                    let bytes = docs
-                        .get(*id)
-                        .map_err(|e| self.err(e))?
-                        .map(|v| v.value().to_vec());
-                    if let Some(bytes) = bytes {
-                        let (_, rest) = postcard::take_from_bytes::<DocHead>(&bytes)
-                            .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
-                        let body: DocBody = decode(self.store, rest, "document body")?;
-                        docs.insert(*id, encode(&(&*head, &body)).as_slice())
-                            .map_err(|e| self.err(e))?;
                     }
                 }
-                Ok(())
-            })();
-            let built = builder
+                if let Some(at) = added {
+                    let Some(doc) = new_records[at].1.take() else {
+                        continue;
+                    };
+                    head.inactive = now;
+                    head.id = new_id;
+                    docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
+                        .map_err(|e| self.err(e))?;
+                    terms
+                        .insert(*id, forwards[at].as_slice())
+                        .map_err(|e| self.err(e))?;
+                    words
+                        .insert(*id, doc.words.as_slice())
+                        .map_err(|e| self.err(e))?;
+                    continue;
+                }
+                if head.inactive == now && head.id == new_id {
+                    continue;
+                }
+                if head.inactive.is_none() != now.is_none() {
+                    let t = store::read_terms(self.store, &terms, *id, &head.lens)?;
+                    if now.is_none() {
+                        for (term, stats) in &t {
+                            self.queue_add(*id, term, stats);
+                        }
+                    } else {
+                        self.queue_remove(*id, &t);
+                    }
+                }
+                head.inactive = now;
+                head.id = new_id;
+                let bytes = docs
+                    .get(*id)
+                    .map_err(|e| self.err(e))?
+                    .map(|v| v.value().to_vec());
+                if let Some(bytes) = bytes {
+                    let (_, rest) = postcard::take_from_bytes::<DocHead>(&bytes)
+                        .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
+                    let body: DocBody = decode(self.store, rest, "document body")?;
+                    docs.insert(*id, encode(&(&*head, &body)).as_slice())
+                        .map_err(|e| self.err(e))?;
+                }
+            }
+            Ok(builder
                 .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (built, walked)
-        });
-        walked?;
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        })?;
         let mut built =
             built.map_err(|(id, e)| self.store.bad_record(format!("document {id}: {e}")))?;
         // The larger map takes the smaller's lists (a full build's are all the thread's), so

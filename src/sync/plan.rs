@@ -223,7 +223,8 @@ pub struct Plan {
     pub deletes: Vec<String>,
     /// Documents to remove.
     pub gone: Vec<u32>,
-    /// Documents to add: (new id, index of the observation holding the skill).
+    /// Documents to add: (new id, index of the observation holding the skill), in id order
+    /// (ids are handed out as documents are added).
     pub new: Vec<(u32, usize)>,
     /// The next unused document id after the new ones.
     pub next_doc: u32,
