@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use skillidx::home::Root;
 use skillidx::store::Compaction;
 use skillidx::Index;
 use std::path::Path;
@@ -85,11 +84,7 @@ fn a_first_build_is_compacted() {
     let dir = tempfile::tempdir().unwrap();
     // The library's sync does not compact: the size a build leaves.
     let plain = dir.path().join("plain.redb");
-    {
-        let index = Index::open_writable(&plain).unwrap();
-        let profile = Root::from_home(&corpus).profile("default").unwrap();
-        index.sync(&profile, &Default::default()).unwrap();
-    }
+    drop(library_sync(&corpus, &plain));
     let cli = dir.path().join("cli.redb");
     cli_sync(&corpus, &cli, false);
     // How much compaction frees depends on how the build's transaction fragmented the file

@@ -209,11 +209,7 @@ fn maxscore_answers_as_exhaustive_scoring_on_the_shared_corpus() {
     };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("corpus.redb");
-    let index = Index::open_writable(&db).unwrap();
-    let profile = skillidx::home::Root::from_home(&corpus)
-        .profile("default")
-        .unwrap();
-    index.sync(&profile, &Default::default()).unwrap();
+    let (index, _) = library_sync(&corpus, &db);
     let eval = std::fs::read_to_string(repo().join("tests/eval/queries.jsonl")).unwrap();
     let queries: Vec<String> = eval
         .lines()

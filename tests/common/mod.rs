@@ -135,6 +135,15 @@ pub fn digest(db: &Path, profile: &str) -> String {
     out
 }
 
+/// Syncs the default profile of `home` into the index at `db` through the library, which
+/// does not compact (the CLI does), as a program embedding skillidx would.
+pub fn library_sync(home: &Path, db: &Path) -> (Index, SyncReport) {
+    let index = Index::open_writable(db).unwrap();
+    let profile = Root::from_home(home).profile("default").unwrap();
+    let report = index.sync(&profile, &Default::default()).unwrap();
+    (index, report)
+}
+
 /// A tiny deterministic PRNG (xorshift), so a failing run can be replayed from its seed.
 pub mod rand_lite {
     pub struct Rng(u64);
