@@ -361,6 +361,8 @@ pub struct Snapshot<'s> {
     stats: CorpusStats,
     rules: Arc<OfferRules>,
     profile: String,
+    /// The profile's table names, formatted once: proximity opens `words` from them.
+    tables: ProfileTables,
     #[cfg(feature = "semantic")]
     manifest: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
     #[cfg(feature = "semantic")]
@@ -445,6 +447,7 @@ impl<'s> Snapshot<'s> {
                 txn,
                 crate::sync::embed::table(&crate::sync::embed::table_name(profile)),
             )?,
+            tables,
         })
     }
 

@@ -19,8 +19,9 @@
 use super::plan::Plan;
 use super::{Ranking, SearchOptions, Snapshot};
 use crate::fields::Field;
-use crate::store::{open_or_none, ProfileTables, StoreError};
+use crate::store::{open_or_none, StoreError};
 use crate::tokenize::{analyze, analyze_where};
+use crate::varint::Reader;
 use rustc_hash::FxHashMap;
 
 /// How many of the best hits are considered.
@@ -147,11 +148,7 @@ pub(super) fn boost(
         .unwrap_or(0.0);
     let docs: Vec<u32> = candidates.iter().map(|&(d, _)| d).collect();
     let possible = pairs_possible(&pairs, &docs);
-    let word_order = open_or_none(
-        snap.store,
-        snap.txn,
-        ProfileTables::new(&snap.profile).words(),
-    )?;
+    let word_order = open_or_none(snap.store, snap.txn, snap.tables.words())?;
     for ((doc, score), possible) in candidates.iter_mut().zip(possible) {
         if possible == 0 {
             // No pair can be in order there: it gains nothing (`+= 0.0` would leave the
@@ -162,33 +159,38 @@ pub(super) fn boost(
             Some(table) => table.get(*doc).map_err(|e| snap.store.err(e))?,
             None => None,
         };
-        let record;
-        let (texts, in_order_already) = match &stored {
+        // A field that holds both terms of no pair has no pair in order: left unread (as
+        // no terms), it changes nothing.
+        let wanted = |field: Field| possible & 1 << field as u32 != 0;
+        let fields = match &stored {
             Some(row) => {
-                let texts: (&str, &str) = postcard::from_bytes(row.value())
-                    .map_err(|e| snap.store.bad_record(format!("word order of {doc}: {e}")))?;
-                (texts, true)
+                let texts = word_rows(row.value()).ok_or_else(|| {
+                    snap.store
+                        .bad_record(format!("word order of {doc}: malformed row"))
+                })?;
+                [(Field::Name, texts.0), (Field::Description, texts.1)].map(|(field, text)| {
+                    match wanted(field) {
+                        true => stored_ids(text, &terms),
+                        false => Vec::new(),
+                    }
+                })
             }
             // A document without its word order (a damaged file) is analysed here, with
             // the same analyzer: slower, the same bonus.
             None => {
-                record = snap.doc(*doc)?;
-                let Some((head, body)) = &record else {
+                let Some((head, body)) = snap.doc(*doc)? else {
                     continue;
                 };
-                ((head.name.as_str(), body.description.as_str()), false)
+                [
+                    (Field::Name, head.name),
+                    (Field::Description, body.description),
+                ]
+                .map(|(field, text)| match wanted(field) {
+                    true => term_ids(&text, &terms),
+                    false => Vec::new(),
+                })
             }
         };
-        // A field that holds both terms of no pair has no pair in order: left unread (as
-        // no terms), it changes nothing.
-        let fields =
-            [(Field::Name, texts.0), (Field::Description, texts.1)].map(|(field, text)| {
-                match (possible & 1 << field as u32 != 0, in_order_already) {
-                    (false, _) => Vec::new(),
-                    (true, true) => stored_ids(text, &terms),
-                    (true, false) => term_ids(text, &terms),
-                }
-            });
         let got: f64 = pairs
             .pairs
             .iter()
@@ -315,13 +317,33 @@ fn id_of(term: &str, terms: &[&str]) -> u8 {
         .map_or(OTHER, |i| i as u8)
 }
 
+/// The name's and the description's stored word order from a `words` row: postcard's
+/// `(String, String)`, each a varint length and its bytes. They stay bytes: [`stored_ids`]
+/// only tests them for equality with the terms, so no UTF-8 check is needed.
+fn word_rows(row: &[u8]) -> Option<(&[u8], &[u8])> {
+    let mut r = Reader::new(row);
+    let mut text = || {
+        let len = usize::try_from(r.next_u64()?).ok()?;
+        r.take(len)
+    };
+    Some((text()?, text()?))
+}
+
 /// [`term_ids`] of a field from its stored word order (`analyze::word_order`: the analysed
 /// terms joined by single spaces), without analysing it again.
-fn stored_ids(words: &str, terms: &[&str]) -> Vec<u8> {
+fn stored_ids(words: &[u8], terms: &[&str]) -> Vec<u8> {
     if words.is_empty() {
         return Vec::new();
     }
-    words.split(' ').map(|w| id_of(w, terms)).collect()
+    words
+        .split(|&b| b == b' ')
+        .map(|w| {
+            terms
+                .iter()
+                .position(|t| t.as_bytes() == w)
+                .map_or(OTHER, |i| i as u8)
+        })
+        .collect()
 }
 
 /// Whether term `a` is followed by term `b` at most [`WINDOW`] positions later in `ids`.
@@ -367,13 +389,14 @@ mod tests {
         ];
         let terms = ["convert", "deploy", "k8s", "markdown", "pdf"];
         for text in texts {
-            let (_, stored) = crate::analyze::word_order("", text);
-            assert_eq!(
-                stored_ids(&stored, &terms),
-                term_ids(text, &terms),
-                "{text}"
-            );
+            // A row as the sync writes it, with the text as the name and the description.
+            let row = postcard::to_allocvec(&crate::analyze::word_order(text, text)).unwrap();
+            let (name, description) = word_rows(&row).unwrap();
+            for stored in [name, description] {
+                assert_eq!(stored_ids(stored, &terms), term_ids(text, &terms), "{text}");
+            }
         }
+        assert_eq!(word_rows(&[3, b'a']), None, "a length past the row's end");
     }
 
     #[test]
