@@ -119,6 +119,7 @@ pub(super) fn term_score(
 
 /// The default ranking's pseudo term frequency: each field's frequency, weighted and
 /// normalised by that field's length against its average (BM25F).
+#[inline]
 pub(super) fn bm25f_tf(
     stats: &FieldStats,
     mask: u32,
@@ -180,6 +181,7 @@ impl Accumulator {
         }
     }
 
+    #[inline]
     fn add(&mut self, doc: u32, score: f64) {
         let i = doc as usize;
         // Statistics that undercount the documents (a damaged file) must not make this panic.
