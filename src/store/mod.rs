@@ -589,6 +589,28 @@ pub fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
     postcard::to_allocvec(value).expect("postcard serialization into a Vec cannot fail")
 }
 
+/// Writes `rows`, in ascending key order, into a table of bytes. An empty table (a
+/// first build) takes them through one cursor at its end, which packs each leaf as it
+/// goes, where an insert per row looks its key up and splits a leaf half full: a first
+/// build's 81k postings lists (2.8k skills) went in 1.4x faster. A cursor refuses a key
+/// out of order, so the order is a requirement, not a hint.
+pub fn insert_sorted<'k, K: redb::Key + 'static>(
+    table: &mut redb::Table<'_, K, &'static [u8]>,
+    rows: impl IntoIterator<Item = (K::SelfType<'k>, impl AsRef<[u8]>)>,
+) -> std::result::Result<(), redb::Error> {
+    if !table.is_empty()? {
+        for (key, value) in rows {
+            table.insert(key, value.as_ref())?;
+        }
+        return Ok(());
+    }
+    let mut end = table.upper_bound_mut(std::ops::Bound::<K::SelfType<'k>>::Unbounded)?;
+    for (key, value) in rows {
+        end.insert_before(key, value.as_ref())?;
+    }
+    Ok(end.close()?)
+}
+
 /// Opens a table in a read transaction; a table that does not exist yet reads as `None`.
 pub fn open_or_none<K: redb::Key + 'static, V: redb::Value + 'static>(
     store: &Store,
@@ -803,5 +825,47 @@ mod tests {
         let back: Arc<Vec<u32>> = store.decode_shared(&a, "test").unwrap();
         assert_eq!(*back, vec![1, 2, 3]);
         assert!(store.decode_shared::<Vec<u32>>(&[0xff], "test").is_err());
+    }
+
+    #[test]
+    fn rows_written_sorted_read_back_the_same_into_an_empty_table_or_not() {
+        const T: TableDefinition<&str, &[u8]> = TableDefinition::new("t");
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        // Enough rows, of varied sizes (one larger than a page), to fill many leaves.
+        let rows: Vec<(String, Vec<u8>)> = (0..3_000u32)
+            .map(|i| {
+                (
+                    format!("term{i:05}"),
+                    vec![i as u8; (i % 97) as usize + (i % 1000 == 7) as usize * 9_000],
+                )
+            })
+            .collect();
+        let read = |db: &redb::Database| -> Vec<(String, Vec<u8>)> {
+            let txn = db.begin_read().unwrap();
+            let t = txn.open_table(T).unwrap();
+            t.iter()
+                .unwrap()
+                .map(|r| r.unwrap())
+                .map(|(k, v)| (k.value().to_owned(), v.value().to_vec()))
+                .collect()
+        };
+        // Into an empty table (the cursor), then a second half into the same table (inserts).
+        let (first, second) = rows.split_at(1_000);
+        for half in [second, first] {
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = txn.open_table(T).unwrap();
+                insert_sorted(&mut t, half.iter().map(|(k, v)| (k.as_str(), v))).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        assert_eq!(read(&db), rows);
+        // Out of order into an empty table is an error, not a table out of order.
+        let db = redb::Database::create(dir.path().join("u.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        let mut t = txn.open_table(T).unwrap();
+        let backwards = [("b", [1u8]), ("a", [2u8])];
+        assert!(insert_sorted(&mut t, backwards.iter().map(|(k, v)| (*k, v))).is_err());
     }
 }

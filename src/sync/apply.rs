@@ -50,11 +50,12 @@ pub fn apply(
         let mut manifest = txn
             .open_table(tables.manifest())
             .map_err(|e| err(e.into()))?;
-        for (key, entry) in &plan.puts {
-            manifest
-                .insert(key.as_str(), encode(entry).as_slice())
-                .map_err(|e| err(e.into()))?;
-        }
+        plan.puts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let rows = plan
+            .puts
+            .iter()
+            .map(|(key, entry)| (key.as_str(), encode(entry)));
+        store::insert_sorted(&mut manifest, rows).map_err(err)?;
         for key in &plan.deletes {
             manifest.remove(key.as_str()).map_err(|e| err(e.into()))?;
         }
@@ -621,6 +622,15 @@ impl Documents<'_> {
             .txn
             .open_table(self.tables.postings())
             .map_err(|e| self.err(e))?;
+        if self.remove.is_empty() && table.is_empty().map_err(|e| self.err(e))? {
+            // A first build: every list is new, none to read back or merge.
+            let mut lists: Vec<(String, postings::Builder)> = self.add.drain().collect();
+            lists.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let rows = lists
+                .iter_mut()
+                .map(|(term, list)| (term.as_str(), std::mem::take(list).finish()));
+            return store::insert_sorted(&mut table, rows).map_err(|e| self.err(e));
+        }
         let mut touched: Vec<String> = self.remove.keys().chain(self.add.keys()).cloned().collect();
         touched.sort_unstable();
         touched.dedup();

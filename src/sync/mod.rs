@@ -201,7 +201,7 @@ pub fn sync_profile(
         .filter(|o| matches!(o.observation, observe::Observation::Changed { .. }))
         .count();
 
-    let dirs = DirUpdate::diff(&dir_cache, found.listings);
+    let mut dirs = DirUpdate::diff(&dir_cache, found.listings);
     // Refreshing the folder cache is worth a write of its own only when much of it is
     // missing or stale (a first sync after an upgrade); otherwise it rides along with the
     // next commit, and the few folders it lacks are listed meanwhile.
@@ -294,7 +294,7 @@ pub fn sync_profile(
     let changed = opts.rebuild || !planned.is_empty();
     report.take_tally(std::mem::take(&mut planned.tally));
     if changed || dirs_worth_writing {
-        write_dirs(store, &txn, &tables, &dirs)?;
+        write_dirs(store, &txn, &tables, &mut dirs)?;
     }
     // Nothing below reads the folder listings: a full build's apply holds every document,
     // and this gives it back the 90k folders' worth first.
@@ -464,14 +464,15 @@ fn write_dirs(
     store: &Store,
     txn: &WriteTransaction,
     tables: &ProfileTables,
-    update: &DirUpdate,
+    update: &mut DirUpdate,
 ) -> Result<(), StoreError> {
     let mut table = txn.open_table(tables.dirs()).map_err(|e| store.err(e))?;
-    for (key, listing) in &update.puts {
-        table
-            .insert(key.as_str(), encode(listing).as_slice())
-            .map_err(|e| store.err(e))?;
-    }
+    update.puts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let rows = update
+        .puts
+        .iter()
+        .map(|(key, listing)| (key.as_str(), encode(listing)));
+    crate::store::insert_sorted(&mut table, rows).map_err(|e| store.err(e))?;
     for key in &update.dels {
         table.remove(key.as_str()).map_err(|e| store.err(e))?;
     }
