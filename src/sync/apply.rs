@@ -384,15 +384,14 @@ impl Documents<'_> {
                 list.dedup();
             }
         }
-        for (key, list) in &name_rows {
-            if list.is_empty() {
-                names.remove(key.as_str()).map_err(|e| self.err(e))?;
-            } else {
-                names
-                    .insert(key.as_str(), encode(list).as_slice())
-                    .map_err(|e| self.err(e))?;
-            }
+        for (key, _) in name_rows.iter().filter(|(_, list)| list.is_empty()) {
+            names.remove(key.as_str()).map_err(|e| self.err(e))?;
         }
+        let rows = name_rows
+            .iter()
+            .filter(|(_, list)| !list.is_empty())
+            .map(|(key, list)| (key.as_str(), encode(list)));
+        store::insert_sorted(&mut names, rows).map_err(|e| self.err(e))?;
         names
             .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
             .map_err(|e| self.err(e))?;
