@@ -305,21 +305,22 @@ fn term_ids(text: &str, terms: &[&str]) -> Vec<u8> {
             .next()
             .is_some_and(|b| firsts.iter().any(|&(f, len)| f == b && w.len() >= len))
     };
-    analyze_where(text, stem_if, |t| ids.push(id_of(t, terms)));
+    analyze_where(text, stem_if, |t| ids.push(id_of(t.as_bytes(), terms)));
     ids
 }
 
-/// `term`'s index in `terms`, or [`OTHER`].
-fn id_of(term: &str, terms: &[&str]) -> u8 {
+/// `term`'s index in `terms`, or [`OTHER`]; compared as bytes, so a stored word needs no
+/// UTF-8 check.
+fn id_of(term: &[u8], terms: &[&str]) -> u8 {
     terms
         .iter()
-        .position(|&t| t == term)
+        .position(|t| t.as_bytes() == term)
         .map_or(OTHER, |i| i as u8)
 }
 
 /// The name's and the description's stored word order from a `words` row: postcard's
-/// `(String, String)`, each a varint length and its bytes. They stay bytes: [`stored_ids`]
-/// only tests them for equality with the terms, so no UTF-8 check is needed.
+/// `(String, String)`, each a varint length and its bytes. They stay bytes: [`id_of`] only
+/// tests their words for equality with the terms.
 fn word_rows(row: &[u8]) -> Option<(&[u8], &[u8])> {
     let mut r = Reader::new(row);
     let mut text = || {
@@ -337,12 +338,7 @@ fn stored_ids(words: &[u8], terms: &[&str]) -> Vec<u8> {
     }
     words
         .split(|&b| b == b' ')
-        .map(|w| {
-            terms
-                .iter()
-                .position(|t| t.as_bytes() == w)
-                .map_or(OTHER, |i| i as u8)
-        })
+        .map(|w| id_of(w, terms))
         .collect()
 }
 
