@@ -382,7 +382,9 @@ pub fn decode_with(
 /// occurs in field `f`).
 ///
 /// Reads the varints straight from the bytes, without materialising postcard's `Vec<u32>`:
-/// this is the innermost loop of every query.
+/// this is the innermost loop of every query, so it is always inlined into its caller
+/// (`search::plan::TermList::visit`).
+#[inline(always)]
 pub fn decode_masked(
     bytes: &[u8],
     mut visit: impl FnMut(u32, u32, &FieldStats),
@@ -579,17 +581,17 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    /// The block that document `target` would be in, were it in the list: the first
-    /// that ends at or after it, from the cursor's on (`None` past the last). Targets
-    /// asked must not decrease.
-    pub fn block_for(&mut self, target: u32) -> Option<&Block> {
+    /// The block that document `target` would be in, were it in the list, with its index
+    /// in [`Cursor::blocks`]: the first that ends at or after it, from the cursor's on
+    /// (`None` past the last). Targets asked must not decrease.
+    pub fn block_for(&mut self, target: u32) -> Option<(usize, &Block)> {
         self.ahead = self
             .ahead
             .max(self.block.saturating_sub(usize::from(self.on)));
         while self.blocks.get(self.ahead).is_some_and(|b| b.last < target) {
             self.ahead += 1;
         }
-        self.blocks.get(self.ahead)
+        self.blocks.get(self.ahead).map(|b| (self.ahead, b))
     }
 }
 
@@ -790,7 +792,7 @@ mod tests {
                     let want = list.iter().find(|p| p.doc >= target);
                     let behind = c.doc().is_some_and(|d| d < target);
                     if behind {
-                        let block = c.block_for(target).cloned();
+                        let block = c.block_for(target).map(|(_, b)| b.clone());
                         assert_eq!(block.is_some(), want.is_some(), "{n} {step} {target}");
                         if let (Some(b), Some(p)) = (block, want) {
                             assert!(b.last >= p.doc);

@@ -74,6 +74,9 @@ struct Walk<'a> {
     fields: u32,
     /// The most the term adds to any document.
     bound: f64,
+    /// The last block probed for a document ([`Walk::block_bound`]), by index, with its
+    /// bound: the documents probed in a row often fall in one block.
+    probed: Option<(usize, f64)>,
 }
 
 impl Walk<'_> {
@@ -99,6 +102,20 @@ impl Walk<'_> {
             self.cursor.advance().map_err(|e| self.bad(e))?;
         }
         Ok(())
+    }
+
+    /// The most the term adds to document `doc`, from the bound of the block that would
+    /// hold it (`None` past the list's last block), computed once per block.
+    fn block_bound(&mut self, doc: u32, view: &View, opts: &SearchOptions) -> Option<f64> {
+        let (at, block) = self.cursor.block_for(doc)?;
+        match self.probed {
+            Some((seen, b)) if seen == at => Some(b),
+            _ => {
+                let b = bound(self.term, block, view, opts);
+                self.probed = Some((at, b));
+                Some(b)
+            }
+        }
     }
 
     fn bad(&self, e: crate::postings::CodecError) -> String {
@@ -167,6 +184,7 @@ pub(super) fn score_top(
             term: t,
             fields: t.list.fields(),
             bound: bound(t, &Block::merged(cursor.blocks()), view, opts),
+            probed: None,
             cursor,
         };
         walk.settle(view).map_err(bad)?;
@@ -226,10 +244,9 @@ pub(super) fn score_top(
                 None => continue,
                 Some(d) if d < doc => {
                     // Its block's bound, before decoding anything of it.
-                    let Some(block) = w.cursor.block_for(doc) else {
+                    let Some(block) = w.block_bound(doc, view, opts) else {
                         continue;
                     };
-                    let block = bound(w.term, block, view, opts);
                     if below(at.partial + block + rest, theta) {
                         reachable = false;
                         break;

@@ -107,6 +107,10 @@ impl TermList {
     }
 
     /// Calls `f` with every counted posting: (doc, field mask, statistics).
+    // Always inlined, with the decoding loop, so that the caller's closure is compiled into
+    // the walk: left to the compiler, it was a call per posting after unrelated changes
+    // (+4 % of a short query's instructions).
+    #[inline(always)]
     pub(super) fn visit(
         &self,
         view: &View,

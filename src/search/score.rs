@@ -181,7 +181,7 @@ impl Accumulator {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, doc: u32, score: f64) {
         let i = doc as usize;
         // Statistics that undercount the documents (a damaged file) must not make this panic.
