@@ -181,6 +181,7 @@ impl Accumulator {
         }
     }
 
+    // Part of the postings walk, inlined with it (see `TermList::visit`).
     #[inline(always)]
     fn add(&mut self, doc: u32, score: f64) {
         let i = doc as usize;

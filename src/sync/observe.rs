@@ -252,9 +252,9 @@ fn read_limited(path: &std::path::Path) -> Result<(Vec<u8>, [u8; 32], Whole), Re
         .map_err(fail)?;
     let mut hasher = blake3::Hasher::new();
     hasher.update(&bytes);
-    // Short of the limit, `read_to_end` stopped at the end of the file: nothing more to
-    // read, and no buffer to allocate (64 KiB zeroed per file was 2.8 % of a full build's
-    // instructions).
+    // Short of the limit, `read_to_end` stopped at the end of the file: no second read
+    // (and no buffer for it) is needed to know the file is whole, and a file that grows
+    // after that end is not taken for one over the limit.
     if (bytes.len() as u64) < MAX_FILE_BYTES {
         return Ok((bytes, *hasher.finalize().as_bytes(), Whole::All));
     }
