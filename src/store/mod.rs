@@ -31,8 +31,10 @@ pub(crate) const PROFILES: TableDefinition<&str, &[u8]> = TableDefinition::new("
 /// Page cache for a process that only queries: small, since a hub-sized index's hot
 /// postings fit in a few MiB and the process must stay lean.
 const READ_CACHE_BYTES: usize = 16 << 20;
-/// Page cache for a sync.
-const WRITE_CACHE_BYTES: usize = 128 << 20;
+/// Page cache for a sync. A full build writes its tables' pages once, in key order, so
+/// pages evicted from a small cache are not read back: 32 MiB builds a 90k-skill index as
+/// fast as 128 MiB did, with 60 MB less at its peak (`bench-results/profiles.md`, change 20).
+const WRITE_CACHE_BYTES: usize = 32 << 20;
 
 /// What [`Store::compact`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
