@@ -28,6 +28,7 @@ pub mod v2_to_v3;
 pub mod v3_to_v4;
 pub mod v4_to_v5;
 pub mod v5_to_v6;
+pub mod v6_to_v7;
 
 /// A migration step from version `from` to `from + 1`.
 pub type Step = fn(&Store, &redb::WriteTransaction) -> Result<()>;
@@ -39,6 +40,7 @@ pub const STEPS: &[Step] = &[
     v3_to_v4::migrate,
     v4_to_v5::migrate,
     v5_to_v6::migrate,
+    v6_to_v7::migrate,
 ];
 
 /// Brings `store`, found at schema `found`, up to [`SCHEMA_VERSION`], one committed step

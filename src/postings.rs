@@ -163,6 +163,73 @@ impl Builder {
     }
 }
 
+/// The projection of a list onto one field: the entries that have `field`, with only that
+/// field's statistics, in the same codec. The seed ranking reads the seed field's
+/// projection (the store's `seed` table), so it walks only the entries it scores.
+#[derive(Debug)]
+pub struct Projection {
+    field: usize,
+    list: Builder,
+}
+
+impl Projection {
+    /// An empty projection onto `field`.
+    fn new(field: fields::Field) -> Projection {
+        Projection {
+            field: field as usize,
+            list: Builder::default(),
+        }
+    }
+
+    /// Takes one entry of the list projected, in document order.
+    fn push(&mut self, doc: u32, stats: &FieldStats) {
+        let (tf, len) = stats[self.field];
+        if tf > 0 {
+            let mut only: FieldStats = [(0, 0); FIELD_COUNT];
+            only[self.field] = (tf, len);
+            self.list.push(doc, &only);
+        }
+    }
+
+    /// The projection's bytes, as [`encode`] writes them; `None` when no entry has the field.
+    fn finish(self) -> Option<Vec<u8>> {
+        (!self.list.is_empty()).then(|| self.list.finish())
+    }
+
+    /// The projection of the list `builder` holds.
+    pub fn of_builder(field: fields::Field, builder: &Builder) -> Option<Vec<u8>> {
+        let mut p = Projection::new(field);
+        if builder.unsorted.is_some() {
+            for e in builder.postings() {
+                p.push(e.doc, &e.stats);
+            }
+        } else {
+            let mut doc = 0u32;
+            for_each_entry(&builder.body, |delta, stats, _| {
+                doc += delta;
+                p.push(doc, stats);
+            });
+        }
+        p.finish()
+    }
+
+    /// The projection of `postings` (sorted by document, as [`encode`] takes them).
+    pub fn of_postings(field: fields::Field, postings: &[Posting]) -> Option<Vec<u8>> {
+        let mut p = Projection::new(field);
+        for e in postings {
+            p.push(e.doc, &e.stats);
+        }
+        p.finish()
+    }
+
+    /// The projection of the encoded list `bytes`.
+    pub fn of_bytes(field: fields::Field, bytes: &[u8]) -> Result<Option<Vec<u8>>, CodecError> {
+        let mut p = Projection::new(field);
+        decode_with(bytes, |doc, stats| p.push(doc, stats))?;
+        Ok(p.finish())
+    }
+}
+
 /// The block directory of the entries in `body` (see the module), as the values to write:
 /// empty when they fit one block.
 fn directory(body: &[u8]) -> Vec<u32> {

@@ -229,6 +229,33 @@ fn schema_5_gets_the_block_directories_and_answers_as_before() {
     }
 }
 
+#[test]
+fn schema_6_gets_the_seed_projections_and_answers_as_before() {
+    // The seed ranking reads the migrated `seed` table: it answers as a fresh build does.
+    let (_dir, index) = migrated_and_answering_as_fresh(6, "convert a PDF file to Markdown");
+    use redb::ReadableTable;
+    use skillidx::fields::Field;
+    use skillidx::postings::Projection;
+    use skillidx::store::ProfileTables;
+    let store = index.store();
+    let txn = store.read().unwrap();
+    for profile in ["default", "work"] {
+        let t = ProfileTables::new(profile);
+        let postings = txn.open_table(t.postings()).unwrap();
+        let seed = txn.open_table(t.seed()).unwrap();
+        let mut projected = 0;
+        for row in postings.iter().unwrap() {
+            let (term, bytes) = row.unwrap();
+            let want = Projection::of_bytes(Field::Seed, bytes.value()).unwrap();
+            let got = seed.get(term.value()).unwrap().map(|v| v.value().to_vec());
+            assert_eq!(got, want, "{profile} {}", term.value());
+            projected += usize::from(want.is_some());
+        }
+        assert!(projected > 50, "{profile}: {projected} projections");
+        assert_eq!(seed.iter().unwrap().count(), projected, "{profile}");
+    }
+}
+
 /// Checks every active document's forward index against the postings lists; returns the
 /// number of forward entries of active documents and of postings entries.
 fn forward_and_postings(index: &Index, profile: &str) -> (usize, usize) {

@@ -237,6 +237,7 @@ fn the_digest_sees_every_table() {
         "== terms",
         "== words",
         "== postings",
+        "== seed",
         "== state",
     ] {
         let section = d.split(table).nth(1).unwrap_or("");

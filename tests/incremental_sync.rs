@@ -140,6 +140,68 @@ fn incremental_syncs_end_where_a_clean_build_does() {
     }
 }
 
+/// The seed ranking reads each list's projection onto the seed field (the `seed` table).
+/// A word that leaves every skill's seed text but stays in a body keeps its postings list
+/// and loses its projection; one that comes back to a seed text gets it again.
+#[test]
+fn a_word_leaving_every_seed_text_leaves_the_seed_table_and_comes_back() {
+    let h = Home::new();
+    let with_body = |rel: &str, name: &str, description: &str, body: &str| {
+        h.write(
+            rel,
+            &format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n\n{body}\n"),
+        );
+    };
+    with_body("a/one", "one", "alpha tools", "Run gamma first.");
+    with_body("a/two", "two", "gamma tools", "Nothing else.");
+    h.sync();
+    let seed_row = |term: &str| -> bool {
+        let index = skillidx::Index::open(&h.db()).unwrap();
+        let txn = index.store().read().unwrap();
+        let t = skillidx::store::ProfileTables::new("default");
+        let table = txn.open_table(t.seed()).unwrap();
+        table.get(term).map(|row| row.is_some()).unwrap()
+    };
+    assert!(seed_row("gamma"));
+    let seed = skillidx::search::SearchOptions {
+        ranking: skillidx::search::Ranking::Seed,
+        ..Default::default()
+    };
+    let ids = |opts: &skillidx::search::SearchOptions| -> Vec<String> {
+        h.search_with("gamma", opts)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    };
+    assert_eq!(ids(&seed), ["two"]);
+
+    old_enough();
+    with_body("a/two", "two", "delta tools", "Nothing else.");
+    h.sync();
+    // "gamma" is still in one's body (its postings list stays) but in no seed text.
+    assert!(!seed_row("gamma"));
+    assert!(ids(&seed).is_empty());
+    assert_eq!(ids(&Default::default()), ["one"]);
+    let incremental = full_digest(&h.db(), "default");
+    h.sync_with(&SyncOptions {
+        rebuild: true,
+        ..Default::default()
+    });
+    assert_eq!(full_digest(&h.db(), "default"), incremental);
+
+    old_enough();
+    with_body("a/two", "two", "gamma again", "Nothing else.");
+    h.sync();
+    assert!(seed_row("gamma"));
+    assert_eq!(ids(&seed), ["two"]);
+    let incremental = full_digest(&h.db(), "default");
+    h.sync_with(&SyncOptions {
+        rebuild: true,
+        ..Default::default()
+    });
+    assert_eq!(full_digest(&h.db(), "default"), incremental);
+}
+
 /// One sync that both offers an indexed skill again (the configuration stops disabling it)
 /// and adds new skills sharing its words: the postings of the two kinds of document are
 /// queued apart (the new ones' on a second thread) and merged into one list per term.

@@ -303,27 +303,36 @@ fn stats(db: &Path) -> Command {
 }
 
 #[test]
-fn two_processes_opening_a_schema_1_file_migrate_it_once() {
-    // Migrated once, alone.
-    let alone = tempfile::tempdir().unwrap();
-    let once = fixture_copy(1, alone.path());
-    assert!(stats(&once).output().unwrap().status.success());
+fn two_processes_opening_an_old_file_migrate_it_once() {
+    // From the first schema (every step) and from the last (one step).
+    for version in [1, 6] {
+        // Migrated once, alone.
+        let alone = tempfile::tempdir().unwrap();
+        let once = fixture_copy(version, alone.path());
+        assert!(stats(&once).output().unwrap().status.success());
 
-    // A reads the version and stops before its write lock; B migrates the file through
-    // every step; A then finds nothing left to migrate.
-    let raced = tempfile::tempdir().unwrap();
-    let db = fixture_copy(1, raced.path());
-    let a = Paused::start(stats(&db), "migrate-before-write");
-    let b = stats(&db).output().unwrap();
-    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-    let a = a.go();
-    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
-    assert_eq!(full_digest(&db, "default"), full_digest(&once, "default"));
+        // A reads the version and stops before its write lock; B migrates the file through
+        // every step; A then finds nothing left to migrate.
+        let raced = tempfile::tempdir().unwrap();
+        let db = fixture_copy(version, raced.path());
+        let a = Paused::start(stats(&db), "migrate-before-write");
+        let b = stats(&db).output().unwrap();
+        assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+        let a = a.go();
+        assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+        for profile in ["default", "work"] {
+            assert_eq!(
+                full_digest(&db, profile),
+                full_digest(&once, profile),
+                "schema {version}, {profile}"
+            );
+        }
+    }
 }
 
 #[test]
 fn old_files_opened_by_several_processes_at_once_end_as_one_migration() {
-    for version in [1, 2] {
+    for version in [1, 2, 6] {
         let alone = tempfile::tempdir().unwrap();
         let once = fixture_copy(version, alone.path());
         assert!(stats(&once).output().unwrap().status.success());

@@ -53,6 +53,7 @@ use plan::Plan;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 use rustc_hash::FxHashSet;
 use serde::Serialize;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 /// BM25's free parameters.
@@ -357,6 +358,8 @@ pub struct Snapshot<'s> {
     store: &'s Store,
     txn: &'s ReadTransaction,
     postings: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
+    /// The seed projections of the lists, opened by the first seed-ranked query.
+    seed: OnceCell<Option<ReadOnlyTable<&'static str, &'static [u8]>>>,
     docs: Option<ReadOnlyTable<u32, &'static [u8]>>,
     stats: CorpusStats,
     rules: Arc<OfferRules>,
@@ -435,6 +438,7 @@ impl<'s> Snapshot<'s> {
             store,
             txn,
             postings,
+            seed: OnceCell::new(),
             docs,
             stats,
             rules,
@@ -500,6 +504,24 @@ impl<'s> Snapshot<'s> {
             out.push((k.value(), h, b));
         }
         Ok(out)
+    }
+
+    /// The table a term's list is read from under `ranking`: the seed ranking scores the
+    /// seed field alone, so it reads that field's projections (the `seed` table) and walks
+    /// only the entries it scores.
+    fn lists(
+        &self,
+        ranking: Ranking,
+    ) -> Result<Option<&ReadOnlyTable<&'static str, &'static [u8]>>, StoreError> {
+        if ranking == Ranking::Default {
+            return Ok(self.postings.as_ref());
+        }
+        if self.seed.get().is_none() {
+            let table = open_or_none(self.store, self.txn, self.tables.seed())?;
+            // Only this thread can have filled it since: a snapshot is not shared.
+            let _ = self.seed.set(table);
+        }
+        Ok(self.seed.get().and_then(Option::as_ref))
     }
 
     /// The top `opts.k` skills for `query`, best first; ties ordered by id, then path.

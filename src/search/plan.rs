@@ -218,10 +218,15 @@ pub(super) fn plan(
     Ok(plan)
 }
 
+/// Set in the fields a session's counts are remembered under when they were counted on a
+/// seed projection (beyond every field's bit).
+const PROJECTED: u32 = 1 << 31;
+
 /// The postings of `term` that count for `ranking`, with their document frequency in the
 /// session (hidden documents left out): from the list's header when nothing is hidden, from
 /// the counts an earlier query in the same index state kept (`counts`), or else by walking
-/// the list, whose decoded entries scoring then reuses.
+/// the list, whose decoded entries scoring then reuses. The seed ranking reads the term's
+/// seed projection (the `seed` table), the default ranking the whole list.
 fn postings_of(
     snap: &Snapshot,
     term: &str,
@@ -246,7 +251,7 @@ fn postings_of(
         meta_df: 0,
         decoded: None,
     };
-    let Some(table) = &snap.postings else {
+    let Some(table) = snap.lists(ranking)? else {
         return Ok(list);
     };
     let Some(guard) = table.get(term).map_err(|e| snap.store.err(e))? else {
@@ -264,9 +269,15 @@ fn postings_of(
     .fold(0u32, |m, &f| m | 1 << f as u32);
     let header = postings::Header::read(bytes).map_err(bad)?;
     let (mut df, mut meta_df) = (0u32, 0u32);
+    // The session's counts are remembered per list read: a seed projection has the same
+    // df as its list, but no metadata field to count.
+    let counted = match ranking {
+        Ranking::Seed => fields | PROJECTED,
+        Ranking::Default => fields,
+    };
     let known = match &view.counted_in {
         None => Some((header.count(fields), header.count_both(fields, meta_fields))),
-        Some(state) => super::counts::get(state, term, fields),
+        Some(state) => super::counts::get(state, term, counted),
     };
     if let Some(counts) = known {
         // Nothing hidden, and the header counts the list; or the session's counts are
@@ -297,7 +308,7 @@ fn postings_of(
         .map_err(bad)?;
         list.decoded = Some(flat);
         if let Some(state) = &view.counted_in {
-            super::counts::put(state, term, fields, df, meta_df);
+            super::counts::put(state, term, counted, df, meta_df);
         }
     }
     list.df = df;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The layout version written by this build. See `migrations/`.
-pub const SCHEMA_VERSION: u64 = 6;
+pub const SCHEMA_VERSION: u64 = 7;
 
 /// Bytes every redb file starts with.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -457,6 +457,7 @@ pub struct ProfileTables {
     docs: String,
     terms: String,
     postings: String,
+    seed: String,
     state: String,
     dirs: String,
     names: String,
@@ -471,6 +472,7 @@ impl ProfileTables {
             docs: format!("profile.{profile}.docs"),
             terms: format!("profile.{profile}.terms"),
             postings: format!("profile.{profile}.postings"),
+            seed: format!("profile.{profile}.seed"),
             state: format!("profile.{profile}.state"),
             dirs: format!("profile.{profile}.dirs"),
             names: format!("profile.{profile}.names"),
@@ -493,6 +495,13 @@ impl ProfileTables {
     /// term → postings list (see [`crate::postings`]).
     pub fn postings(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.postings)
+    }
+    /// term → the seed field's projection of its postings list
+    /// ([`crate::postings::Projection`]): the entries with the seed field, each with that
+    /// field's statistics only. Always the projection of the term's row in
+    /// [`postings`](Self::postings), and absent where no entry has the field.
+    pub fn seed(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
+        TableDefinition::new(&self.seed)
     }
     /// folder path → postcard [`crate::scan::DirListing`]: the folder cache of the scan.
     pub fn dirs(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
@@ -529,6 +538,7 @@ pub fn delete_profile_tables(
     txn.delete_table(tables.docs()).map_err(err)?;
     txn.delete_table(tables.terms()).map_err(err)?;
     txn.delete_table(tables.postings()).map_err(err)?;
+    txn.delete_table(tables.seed()).map_err(err)?;
     txn.delete_table(tables.dirs()).map_err(err)?;
     txn.delete_table(tables.names()).map_err(err)?;
     txn.delete_table(tables.words()).map_err(err)?;

@@ -9,10 +9,10 @@
 
 use super::observe::{Observation, Observed};
 use super::plan::Plan;
-use crate::fields::{FieldStats, FIELD_COUNT};
+use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::forward;
 use crate::offer::{self, PLUGIN_RANK};
-use crate::postings;
+use crate::postings::{self, Projection};
 use crate::skill::Origin;
 use crate::store::records::*;
 use crate::store::{self, decode, decode_head, encode, ProfileTables, Store, StoreError};
@@ -622,15 +622,28 @@ impl Documents<'_> {
         push_posting(&mut self.add, doc, term, stats);
     }
 
+    /// Writes the queued postings changes, and with every list written, its seed
+    /// projection (the `seed` table).
     fn flush_postings(&mut self) -> Result<(), StoreError> {
         let mut table = self
             .txn
             .open_table(self.tables.postings())
             .map_err(|e| self.err(e))?;
+        let mut seed = self
+            .txn
+            .open_table(self.tables.seed())
+            .map_err(|e| self.err(e))?;
         if self.remove.is_empty() && table.is_empty().map_err(|e| self.err(e))? {
             // A first build: every list is new, none to read back or merge.
             let mut lists: Vec<(String, postings::Builder)> = self.add.drain().collect();
             lists.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let projections: Vec<(&str, Vec<u8>)> = lists
+                .iter()
+                .filter_map(|(term, list)| {
+                    Projection::of_builder(Field::Seed, list).map(|p| (term.as_str(), p))
+                })
+                .collect();
+            store::insert_sorted(&mut seed, projections).map_err(|e| self.err(e))?;
             let rows = lists
                 .iter_mut()
                 .map(|(term, list)| (term.as_str(), std::mem::take(list).finish()));
@@ -645,9 +658,9 @@ impl Documents<'_> {
                 .get(term.as_str())
                 .map_err(|e| self.err(e))?
                 .map(|v| v.value().to_vec());
-            let bytes = match (existing, new) {
-                // A new term (every term of a first build): the queued list is the list.
-                (None, Some(new)) => new.finish(),
+            let (projection, bytes) = match (existing, new) {
+                // A new term: the queued list is the list.
+                (None, Some(new)) => (Projection::of_builder(Field::Seed, &new), new.finish()),
                 (existing, new) => {
                     let mut list = match existing {
                         Some(bytes) => postings::decode(&bytes).map_err(|e| {
@@ -665,14 +678,23 @@ impl Documents<'_> {
                     }
                     if list.is_empty() {
                         table.remove(term.as_str()).map_err(|e| self.err(e))?;
+                        seed.remove(term.as_str()).map_err(|e| self.err(e))?;
                         continue;
                     }
-                    postings::encode(&list)
+                    (
+                        Projection::of_postings(Field::Seed, &list),
+                        postings::encode(&list),
+                    )
                 }
             };
             table
                 .insert(term.as_str(), bytes.as_slice())
                 .map_err(|e| self.err(e))?;
+            match projection {
+                Some(p) => seed.insert(term.as_str(), p.as_slice()),
+                None => seed.remove(term.as_str()),
+            }
+            .map_err(|e| self.err(e))?;
         }
         self.remove.clear();
         Ok(())

@@ -261,9 +261,17 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
     }
 
     out.push_str("== postings\n");
+    // Each list's seed projection, as the `seed` table must hold it.
+    let mut projections: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     if let Ok(table) = txn.open_table(t.postings()) {
         for row in table.iter().unwrap() {
             let (k, v) = row.unwrap();
+            let projection =
+                skillidx::postings::Projection::of_bytes(skillidx::fields::Field::Seed, v.value())
+                    .expect("postings decode");
+            if let Some(projection) = projection {
+                projections.insert(k.value().to_owned(), projection);
+            }
             let list = skillidx::postings::decode(v.value()).expect("postings decode");
             let mut by_path: Vec<(String, String)> = list
                 .iter()
@@ -272,6 +280,34 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
             by_path.sort();
             out.push_str(&format!("{} {by_path:?}\n", k.value()));
         }
+    }
+
+    out.push_str("== seed\n");
+    let mut seed: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    if let Ok(table) = txn.open_table(t.seed()) {
+        for row in table.iter().unwrap() {
+            let (k, v) = row.unwrap();
+            seed.insert(k.value().to_owned(), v.value().to_vec());
+        }
+    }
+    let stale: Vec<&String> = seed
+        .keys()
+        .chain(projections.keys())
+        .filter(|term| seed.get(*term) != projections.get(*term))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "the seed table is not the projection of the postings onto the seed field: {stale:?}"
+    );
+    // Equal to the projections: the digest shows them by path, like the lists.
+    for (term, bytes) in &seed {
+        let list = skillidx::postings::decode(bytes).expect("seed list decode");
+        let mut by_path: Vec<(String, String)> = list
+            .iter()
+            .map(|x| (p(x.doc), format!("{:?}", x.stats)))
+            .collect();
+        by_path.sort();
+        out.push_str(&format!("{term} {by_path:?}\n"));
     }
 
     out.push_str("== state\n");
