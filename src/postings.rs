@@ -907,4 +907,64 @@ mod tests {
         }
         assert!(walk(&bytes[..bytes.len() - 1]).is_err());
     }
+
+    #[test]
+    fn the_projection_keeps_the_entries_with_the_field_and_only_its_statistics() {
+        let seed = Field::Seed as usize;
+        let list: Vec<Posting> = (0..600u32)
+            .map(|d| {
+                let mut stats = [(0, 0); FIELD_COUNT];
+                stats[d as usize % FIELD_COUNT] = (1 + d % 3, 10 + d % 7);
+                stats[(d as usize + 1) % FIELD_COUNT] = (2, 20);
+                Posting {
+                    doc: 3 * d + 1,
+                    stats,
+                }
+            })
+            .collect();
+        let want: Vec<Posting> = list
+            .iter()
+            .filter(|p| p.stats[seed].0 > 0)
+            .map(|p| {
+                let mut stats = [(0, 0); FIELD_COUNT];
+                stats[seed] = p.stats[seed];
+                Posting { doc: p.doc, stats }
+            })
+            .collect();
+        assert!(want.len() > BLOCK, "the projection has a directory");
+        let bytes = encode(&list);
+        let projected = Projection::of_bytes(Field::Seed, &bytes).unwrap().unwrap();
+        assert_eq!(decode(&projected).unwrap(), want);
+        assert_eq!(projected, encode(&want));
+        assert_eq!(
+            Projection::of_postings(Field::Seed, &list),
+            Some(projected.clone())
+        );
+        let mut builder = Builder::default();
+        for p in &list {
+            builder.push(p.doc, &p.stats);
+        }
+        assert_eq!(
+            Projection::of_builder(Field::Seed, &builder),
+            Some(projected)
+        );
+        // Out of order, as a builder can be given entries: the same projection.
+        let mut unsorted = Builder::default();
+        for p in list.iter().rev() {
+            unsorted.push(p.doc, &p.stats);
+        }
+        assert_eq!(
+            Projection::of_builder(Field::Seed, &unsorted),
+            Projection::of_postings(Field::Seed, &list)
+        );
+        // No entry with the field: no row.
+        let name_only: Vec<Posting> = list
+            .iter()
+            .filter(|p| p.stats[seed].0 == 0)
+            .cloned()
+            .collect();
+        let bytes = encode(&name_only);
+        assert_eq!(Projection::of_bytes(Field::Seed, &bytes).unwrap(), None);
+        assert!(Projection::of_bytes(Field::Seed, &bytes[..bytes.len() - 1]).is_err());
+    }
 }

@@ -253,6 +253,22 @@ fn schema_6_gets_the_seed_projections_and_answers_as_before() {
         }
         assert!(projected > 50, "{profile}: {projected} projections");
         assert_eq!(seed.iter().unwrap().count(), projected, "{profile}");
+        // Stamped in step with the lists, so queries read them.
+        let state = txn.open_table(t.state()).unwrap();
+        let stats: skillidx::store::records::CorpusStats =
+            skillidx::store::decode(store, state.get("stats").unwrap().unwrap().value(), "stats")
+                .unwrap();
+        let stamp: u64 = skillidx::store::decode(
+            store,
+            state
+                .get(skillidx::store::records::SEED_GENERATION)
+                .unwrap()
+                .expect("a seed stamp")
+                .value(),
+            "stamp",
+        )
+        .unwrap();
+        assert_eq!(stamp, stats.generation, "{profile}");
     }
 }
 

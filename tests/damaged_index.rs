@@ -135,6 +135,36 @@ fn a_newer_schema_is_refused() {
     );
 }
 
+/// A process that holds the index open for writing (`watch`, the Python module) checked its
+/// schema when it opened the file; a newer build may migrate the file since. Its next sync
+/// must refuse to write today's layout into it.
+#[test]
+fn a_sync_through_a_long_open_handle_refuses_a_schema_migrated_since() {
+    let h = Home::new();
+    h.skill("a/x", "x-skill", "brew green tea");
+    let index = skillidx::Index::open_writable(&h.db()).unwrap();
+    let profile = skillidx::home::Root::from_home(h.path())
+        .profile("default")
+        .unwrap();
+    index.sync(&profile, &Default::default()).unwrap();
+    let newer = skillidx::store::SCHEMA_VERSION + 1;
+    {
+        let store = skillidx::store::Store::open_write(&h.db()).unwrap();
+        let txn = store.write().unwrap();
+        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta"))
+            .unwrap()
+            .insert("schema_version", newer.to_le_bytes().as_slice())
+            .unwrap();
+        store.commit(txn).unwrap();
+    }
+    h.skill("a/y", "y-skill", "steep black tea");
+    let err = index.sync(&profile, &Default::default()).unwrap_err();
+    assert!(
+        err.to_string().contains(&format!("schema version {newer}")),
+        "{err}"
+    );
+}
+
 #[test]
 #[cfg(unix)]
 fn the_index_is_readable_by_its_owner_only() {

@@ -202,6 +202,98 @@ fn a_word_leaving_every_seed_text_leaves_the_seed_table_and_comes_back() {
     assert_eq!(full_digest(&h.db(), "default"), incremental);
 }
 
+/// A build of schema 6 can commit to a file that another process migrated to schema 7 after
+/// it opened it: it updates the lists and leaves the seed projections as they were. Queries
+/// must not trust projections behind the lists, and the next sync writes them afresh.
+#[test]
+fn projections_left_behind_by_an_older_build_are_not_read_and_are_written_again() {
+    use redb::ReadableTable;
+    use skillidx::store::records::SEED_GENERATION;
+    use skillidx::store::{ProfileTables, Store};
+    let h = Home::new();
+    let with_body = |rel: &str, name: &str, description: &str| {
+        h.write(
+            rel,
+            &format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n\nRun gamma first.\n"),
+        );
+    };
+    with_body("a/one", "one", "alpha tools");
+    with_body("a/two", "two", "gamma tools");
+    h.sync();
+    let t = ProfileTables::new("default");
+    // What the older build's commit will leave: the projections and stamp of now.
+    let (rows, stamp) = {
+        let store = Store::open_read(&h.db()).unwrap();
+        let txn = store.read().unwrap();
+        let seed = txn.open_table(t.seed()).unwrap();
+        let rows: Vec<(String, Vec<u8>)> = seed
+            .iter()
+            .unwrap()
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.value().to_owned(), v.value().to_vec())
+            })
+            .collect();
+        let state = txn.open_table(t.state()).unwrap();
+        let stamp = state
+            .get(SEED_GENERATION)
+            .unwrap()
+            .unwrap()
+            .value()
+            .to_vec();
+        (rows, stamp)
+    };
+    assert!(rows.iter().any(|(term, _)| term == "gamma"));
+    old_enough();
+    with_body("a/two", "two", "delta tools");
+    h.sync();
+    {
+        let store = Store::open_write(&h.db()).unwrap();
+        let txn = store.write().unwrap();
+        {
+            let mut seed = txn.open_table(t.seed()).unwrap();
+            seed.retain(|_, _| false).unwrap();
+            for (term, bytes) in &rows {
+                seed.insert(term.as_str(), bytes.as_slice()).unwrap();
+            }
+            let mut state = txn.open_table(t.state()).unwrap();
+            state.insert(SEED_GENERATION, stamp.as_slice()).unwrap();
+        }
+        store.commit(txn).unwrap();
+    }
+    // The stale projection still names two under "gamma"; the lists do not.
+    let seed = skillidx::search::SearchOptions {
+        ranking: skillidx::search::Ranking::Seed,
+        ..Default::default()
+    };
+    assert_eq!(h.search_with("gamma", &seed), Vec::<(String, f64)>::new());
+    let clean = Home::new();
+    common::copy_tree(&h.path().join("skills"), &clean.path().join("skills"));
+    clean.sync();
+    assert_eq!(
+        h.search_with("delta tools", &seed),
+        clean.search_with("delta tools", &seed)
+    );
+
+    // The next sync that commits writes the projections again (the digest checks them).
+    old_enough();
+    with_body("a/one", "one", "alpha tools again");
+    assert!(h.sync().committed);
+    let incremental = full_digest(&h.db(), "default");
+    h.sync_with(&SyncOptions {
+        rebuild: true,
+        ..Default::default()
+    });
+    assert_eq!(full_digest(&h.db(), "default"), incremental);
+    let clean = Home::new();
+    common::copy_tree(&h.path().join("skills"), &clean.path().join("skills"));
+    clean.sync();
+    assert_eq!(
+        h.search_with("delta tools", &seed),
+        clean.search_with("delta tools", &seed)
+    );
+}
+
 /// One sync that both offers an indexed skill again (the configuration stops disabling it)
 /// and adds new skills sharing its words: the postings of the two kinds of document are
 /// queued apart (the new ones' on a second thread) and merged into one list per term.

@@ -143,6 +143,59 @@ fn a_skill_added_and_indexed_by_another_sync_after_the_base_read_is_not_indexed_
 }
 
 #[test]
+fn a_sync_refuses_a_file_brought_to_a_newer_schema_while_it_scanned() {
+    // A opened the file at today's schema and stops before its write lock; meanwhile a newer
+    // build migrates it. A must not write today's layout into the newer file. (The command
+    // opens its writer there, which checks the schema; a handle held open for writing is
+    // checked inside the write transaction: `damaged_index.rs`.)
+    let h = home_with_skills();
+    h.skill("c/s3", "s3", "an edit about the wombat");
+    let a = Paused::start(sync(h.path()), "sync-before-write");
+    let newer = skillidx::store::SCHEMA_VERSION + 1;
+    {
+        let store = skillidx::store::Store::open_write(&h.db()).unwrap();
+        let txn = store.write().unwrap();
+        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta"))
+            .unwrap()
+            .insert("schema_version", newer.to_le_bytes().as_slice())
+            .unwrap();
+        store.commit(txn).unwrap();
+    }
+    // The profile's statistics and the version, read as any build could read them.
+    let committed = || -> (Vec<u8>, Vec<u8>) {
+        use redb::ReadableDatabase;
+        let db = redb::Builder::new()
+            .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
+            .open_read_only(h.db())
+            .unwrap();
+        let txn = db.begin_read().unwrap();
+        let t = skillidx::store::ProfileTables::new("default");
+        let state = txn.open_table(t.state()).unwrap();
+        let meta = txn
+            .open_table(redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta"))
+            .unwrap();
+        let stats = state.get("stats").unwrap().unwrap().value().to_vec();
+        let version = meta
+            .get("schema_version")
+            .unwrap()
+            .unwrap()
+            .value()
+            .to_vec();
+        (stats, version)
+    };
+    let before = committed();
+    let out = a.go();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("schema version {newer}")),
+        "{stderr}"
+    );
+    assert_eq!(committed(), before, "nothing was committed");
+    assert_eq!(before.1, newer.to_le_bytes());
+}
+
+#[test]
 fn an_older_look_never_overwrites_a_newer_commit() {
     let h = home_with_skills();
     // A reads s3 as it is now, then stops before taking the write lock.
@@ -304,7 +357,9 @@ fn stats(db: &Path) -> Command {
 
 #[test]
 fn two_processes_opening_an_old_file_migrate_it_once() {
-    // From the first schema (every step) and from the last (one step).
+    // From the first schema (every step) and from the last (one step). The step to 7 run
+    // twice would leave the same digest; for it, this shows that the paused process neither
+    // fails nor undoes the other's work.
     for version in [1, 6] {
         // Migrated once, alone.
         let alone = tempfile::tempdir().unwrap();

@@ -30,7 +30,8 @@ pub(super) struct State {
 }
 
 /// A term's counts for one set of counted fields: (fields, documents, documents with the
-/// term in a metadata field).
+/// term in a metadata field). The fields carry `plan`'s `PROJECTED` bit when the counts
+/// were taken on a seed projection, which has no metadata field to count.
 type Counted = (u32, u32, u32);
 
 /// The counts of one state.

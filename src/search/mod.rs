@@ -47,7 +47,7 @@ pub use rank::{FLOOR_CJK, FLOOR_CJK_GRID, FLOOR_LATIN};
 pub use score::{idf, term_weight, CJK_FIELD_WEIGHTS, FIELD_B, FIELD_WEIGHTS};
 
 use crate::offer::{OfferRules, Session};
-use crate::store::records::{CorpusStats, DocBody, DocHead, HitFields};
+use crate::store::records::{CorpusStats, DocBody, DocHead, HitFields, SEED_GENERATION};
 use crate::store::{decode, open_or_none, ProfileTables, Store, StoreError};
 use plan::Plan;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
@@ -353,13 +353,19 @@ pub struct Hit {
     pub path: String,
 }
 
+/// A table of postings lists by term: the lists, or their seed projections.
+type ListTable = ReadOnlyTable<&'static str, &'static [u8]>;
+
 /// A read snapshot of one profile, open for queries.
 pub struct Snapshot<'s> {
     store: &'s Store,
     txn: &'s ReadTransaction,
-    postings: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
+    postings: Option<ListTable>,
     /// The seed projections of the lists, opened by the first seed-ranked query.
-    seed: OnceCell<Option<ReadOnlyTable<&'static str, &'static [u8]>>>,
+    seed: OnceCell<Option<ListTable>>,
+    /// Whether the seed projections are in step with the lists in this snapshot (their
+    /// stamp, `SEED_GENERATION`, is the profile's generation).
+    seed_in_step: bool,
     docs: Option<ReadOnlyTable<u32, &'static [u8]>>,
     stats: CorpusStats,
     rules: Arc<OfferRules>,
@@ -425,9 +431,13 @@ impl<'s> Snapshot<'s> {
         let docs = open_or_none(store, txn, tables.docs())?;
         let mut stats = CorpusStats::default();
         let mut rules = None;
+        let mut seed_stamp: Option<u64> = None;
         if let Some(state) = open_or_none(store, txn, tables.state())? {
             if let Some(v) = state.get("stats").map_err(|e| store.err(e))? {
                 stats = decode(store, v.value(), "corpus stats")?;
+            }
+            if let Some(v) = state.get(SEED_GENERATION).map_err(|e| store.err(e))? {
+                seed_stamp = postcard::from_bytes(v.value()).ok();
             }
             if let Some(v) = state.get("offer_rules").map_err(|e| store.err(e))? {
                 rules = Some(store.decode_shared(v.value(), "offer rules")?);
@@ -439,6 +449,7 @@ impl<'s> Snapshot<'s> {
             txn,
             postings,
             seed: OnceCell::new(),
+            seed_in_step: seed_stamp == Some(stats.generation),
             docs,
             stats,
             rules,
@@ -506,22 +517,20 @@ impl<'s> Snapshot<'s> {
         Ok(out)
     }
 
-    /// The table a term's list is read from under `ranking`: the seed ranking scores the
-    /// seed field alone, so it reads that field's projections (the `seed` table) and walks
-    /// only the entries it scores.
-    fn lists(
-        &self,
-        ranking: Ranking,
-    ) -> Result<Option<&ReadOnlyTable<&'static str, &'static [u8]>>, StoreError> {
-        if ranking == Ranking::Default {
-            return Ok(self.postings.as_ref());
+    /// The table a term's list is read from under `ranking`, and whether it holds seed
+    /// projections: the seed ranking scores the seed field alone, so it reads that field's
+    /// projections (the `seed` table) and walks only the entries it scores, unless they are
+    /// behind the lists (see `SEED_GENERATION`); the whole lists give the same scores.
+    fn lists(&self, ranking: Ranking) -> Result<(Option<&ListTable>, bool), StoreError> {
+        if ranking == Ranking::Default || !self.seed_in_step {
+            return Ok((self.postings.as_ref(), false));
         }
         if self.seed.get().is_none() {
             let table = open_or_none(self.store, self.txn, self.tables.seed())?;
             // Only this thread can have filled it since: a snapshot is not shared.
             let _ = self.seed.set(table);
         }
-        Ok(self.seed.get().and_then(Option::as_ref))
+        Ok((self.seed.get().and_then(Option::as_ref), true))
     }
 
     /// The top `opts.k` skills for `query`, best first; ties ordered by id, then path.

@@ -251,7 +251,8 @@ fn postings_of(
         meta_df: 0,
         decoded: None,
     };
-    let Some(table) = snap.lists(ranking)? else {
+    let (table, projected) = snap.lists(ranking)?;
+    let Some(table) = table else {
         return Ok(list);
     };
     let Some(guard) = table.get(term).map_err(|e| snap.store.err(e))? else {
@@ -271,9 +272,10 @@ fn postings_of(
     let (mut df, mut meta_df) = (0u32, 0u32);
     // The session's counts are remembered per list read: a seed projection has the same
     // df as its list, but no metadata field to count.
-    let counted = match ranking {
-        Ranking::Seed => fields | PROJECTED,
-        Ranking::Default => fields,
+    let counted = if projected {
+        fields | PROJECTED
+    } else {
+        fields
     };
     let known = match &view.counted_in {
         None => Some((header.count(fields), header.count_both(fields, meta_fields))),

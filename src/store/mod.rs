@@ -373,6 +373,20 @@ impl Store {
 
     /// Records `root` as the index's root home inside `txn`, or refuses when the index
     /// already belongs to another one ([`StoreError::OtherHome`]).
+    /// Refuses to write to a file that another process brought to a newer schema after this
+    /// one opened it: the layout is checked when a file is opened, and a sync may scan for a
+    /// long time before it takes the write lock.
+    pub(crate) fn check_schema_in(&self, txn: &WriteTransaction) -> Result<()> {
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        match self.version_in(&meta)? {
+            Some(found) if found > SCHEMA_VERSION => Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     pub(crate) fn claim_root_home(&self, txn: &WriteTransaction, root: &Path) -> Result<()> {
         let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let recorded = meta
@@ -544,6 +558,30 @@ pub fn delete_profile_tables(
     txn.delete_table(tables.words()).map_err(err)?;
     txn.delete_table(tables.state()).map_err(err)?;
     Ok(())
+}
+
+/// Writes the `seed` table of one profile afresh inside `txn`: the projection onto the
+/// seed field of every postings list (see [`ProfileTables::seed`]). For a file migrated to
+/// schema 7, and for a sync that finds the table behind the lists.
+pub fn project_seed(store: &Store, txn: &WriteTransaction, tables: &ProfileTables) -> Result<()> {
+    use crate::fields::Field;
+    use crate::postings::Projection;
+    let postings = txn
+        .open_table(tables.postings())
+        .map_err(|e| store.err(e))?;
+    let mut rows = Vec::new();
+    for row in postings.iter().map_err(|e| store.err(e))? {
+        let (term, bytes) = row.map_err(|e| store.err(e))?;
+        let projection = Projection::of_bytes(Field::Seed, bytes.value())
+            .map_err(|e| store.bad_record(format!("postings of {:?}: {e}", term.value())))?;
+        if let Some(projection) = projection {
+            rows.push((term.value().to_owned(), projection));
+        }
+    }
+    let mut seed = txn.open_table(tables.seed()).map_err(|e| store.err(e))?;
+    seed.retain(|_, _| false).map_err(|e| store.err(e))?;
+    let rows = rows.iter().map(|(t, p)| (t.as_str(), p.as_slice()));
+    insert_sorted(&mut seed, rows).map_err(|e| store.err(e))
 }
 
 /// Decodes a postcard record, naming it on failure.

@@ -232,6 +232,14 @@ pub struct DocBody {
 /// it rebuilds the table from every document head.
 pub const NAMES_GENERATION: &str = "#generation";
 
+/// The `state` key of the `seed` table's stamp (postcard `u64`): the profile generation the
+/// table was last kept in step with. A query reads the seed projections only when the stamp
+/// equals the generation of its snapshot, and the whole lists otherwise; a sync that finds it
+/// behind writes the table again from the lists. A build of schema 6 can commit to a file
+/// that another process has since migrated (it checked the schema when it opened the file),
+/// and it keeps no projection.
+pub const SEED_GENERATION: &str = "seed_generation";
+
 /// The `names` table's key for a frontmatter or folder name.
 pub fn name_key(name: &str) -> String {
     format!("n:{name}")

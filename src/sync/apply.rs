@@ -64,6 +64,18 @@ pub fn apply(
     // documents are.
     (plan.puts, plan.deletes) = (Vec::new(), Vec::new());
     let mut state = txn.open_table(tables.state()).map_err(|e| err(e.into()))?;
+    // The seed projections are kept in step by every sync of this build; only a commit by
+    // an older build (schema 6) leaves them behind, and then they are written afresh.
+    let seed_stamp: Option<u64> = match state.get(SEED_GENERATION).map_err(|e| err(e.into()))? {
+        Some(v) => postcard::from_bytes(v.value()).ok(),
+        None => None,
+    };
+    let empty = |table| -> Result<bool, StoreError> {
+        let t = txn.open_table(table).map_err(|e| err(e.into()))?;
+        t.is_empty().map_err(|e| err(e.into()))
+    };
+    let seed_in_step = seed_stamp == Some(stats.generation)
+        || (empty(tables.postings())? && empty(tables.seed())?);
     stats.next_doc = plan.next_doc;
     if plan.touches_documents() {
         let mut docs = Documents {
@@ -110,6 +122,12 @@ pub fn apply(
         }
     }
     stats.generation += 1;
+    if !seed_in_step {
+        store::project_seed(store, txn, tables)?;
+    }
+    state
+        .insert(SEED_GENERATION, encode(&stats.generation).as_slice())
+        .map_err(|e| err(e.into()))?;
     stats.synced_at_ns = now_ns;
     stats.os = os.to_owned();
     state
@@ -637,12 +655,9 @@ impl Documents<'_> {
             // A first build: every list is new, none to read back or merge.
             let mut lists: Vec<(String, postings::Builder)> = self.add.drain().collect();
             lists.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            let projections: Vec<(&str, Vec<u8>)> = lists
-                .iter()
-                .filter_map(|(term, list)| {
-                    Projection::of_builder(Field::Seed, list).map(|p| (term.as_str(), p))
-                })
-                .collect();
+            let projections = lists.iter().filter_map(|(term, list)| {
+                Projection::of_builder(Field::Seed, list).map(|p| (term.as_str(), p))
+            });
             store::insert_sorted(&mut seed, projections).map_err(|e| self.err(e))?;
             let rows = lists
                 .iter_mut()

@@ -251,6 +251,7 @@ pub fn sync_profile(
     report.lock_wait_ms = wait.elapsed().as_secs_f64() * 1e3;
     report.phase("lock", &mut mark);
     fail_point(store, failpoint::names::SYNC_IN_WRITE)?;
+    store.check_schema_in(&txn)?;
     store.claim_root_home(&txn, &profile.root)?;
 
     // The committed state the plan is applied to: the base itself when no other sync
