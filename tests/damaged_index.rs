@@ -148,15 +148,7 @@ fn a_sync_through_a_long_open_handle_refuses_a_schema_migrated_since() {
         .unwrap();
     index.sync(&profile, &Default::default()).unwrap();
     let newer = skillidx::store::SCHEMA_VERSION + 1;
-    {
-        let store = skillidx::store::Store::open_write(&h.db()).unwrap();
-        let txn = store.write().unwrap();
-        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta"))
-            .unwrap()
-            .insert("schema_version", newer.to_le_bytes().as_slice())
-            .unwrap();
-        store.commit(txn).unwrap();
-    }
+    set_schema_version(&h.db(), newer);
     h.skill("a/y", "y-skill", "steep black tea");
     let err = index.sync(&profile, &Default::default()).unwrap_err();
     assert!(

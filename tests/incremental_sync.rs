@@ -128,9 +128,7 @@ fn incremental_syncs_end_where_a_clean_build_does() {
     assert!(r.committed);
     assert_eq!(digest(&h.db(), "default"), incremental);
     for q in ["common text", "word3", "changed", "fresh skill"] {
-        let clean = Home::new();
-        common::copy_tree(&h.path().join("skills"), &clean.path().join("skills"));
-        clean.sync();
+        let clean = clean_copy(&h);
         // Paths differ between the homes; compare ids and scores.
         assert_eq!(
             clean.search_with(q, &Default::default()),
@@ -267,9 +265,7 @@ fn projections_left_behind_by_an_older_build_are_not_read_and_are_written_again(
         ..Default::default()
     };
     assert_eq!(h.search_with("gamma", &seed), Vec::<(String, f64)>::new());
-    let clean = Home::new();
-    common::copy_tree(&h.path().join("skills"), &clean.path().join("skills"));
-    clean.sync();
+    let clean = clean_copy(&h);
     assert_eq!(
         h.search_with("delta tools", &seed),
         clean.search_with("delta tools", &seed)
@@ -285,9 +281,7 @@ fn projections_left_behind_by_an_older_build_are_not_read_and_are_written_again(
         ..Default::default()
     });
     assert_eq!(full_digest(&h.db(), "default"), incremental);
-    let clean = Home::new();
-    common::copy_tree(&h.path().join("skills"), &clean.path().join("skills"));
-    clean.sync();
+    let clean = clean_copy(&h);
     assert_eq!(
         h.search_with("delta tools", &seed),
         clean.search_with("delta tools", &seed)

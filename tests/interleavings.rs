@@ -152,15 +152,7 @@ fn a_sync_refuses_a_file_brought_to_a_newer_schema_while_it_scanned() {
     h.skill("c/s3", "s3", "an edit about the wombat");
     let a = Paused::start(sync(h.path()), "sync-before-write");
     let newer = skillidx::store::SCHEMA_VERSION + 1;
-    {
-        let store = skillidx::store::Store::open_write(&h.db()).unwrap();
-        let txn = store.write().unwrap();
-        txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta"))
-            .unwrap()
-            .insert("schema_version", newer.to_le_bytes().as_slice())
-            .unwrap();
-        store.commit(txn).unwrap();
-    }
+    set_schema_version(&h.db(), newer);
     // The profile's statistics and the version, read as any build could read them.
     let committed = || -> (Vec<u8>, Vec<u8>) {
         use redb::ReadableDatabase;

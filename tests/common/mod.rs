@@ -105,6 +105,26 @@ pub fn corpus() -> Option<PathBuf> {
     p.join("skills").is_dir().then_some(p)
 }
 
+/// A new home holding a copy of `h`'s skills, synced: what a clean build of them answers.
+pub fn clean_copy(h: &Home) -> Home {
+    let clean = Home::new();
+    copy_tree(&h.path().join("skills"), &clean.path().join("skills"));
+    clean.sync();
+    clean
+}
+
+/// Records `version` as the schema of the index at `db`, as a build of that version
+/// migrating the file would.
+pub fn set_schema_version(db: &Path, version: u64) {
+    let store = Store::open_write(db).unwrap();
+    let txn = store.write().unwrap();
+    txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta"))
+        .unwrap()
+        .insert("schema_version", version.to_le_bytes().as_slice())
+        .unwrap();
+    store.commit(txn).unwrap();
+}
+
 /// Copies a directory tree (files and folders only).
 pub fn copy_tree(from: &Path, to: &Path) {
     for entry in walkdir::WalkDir::new(from) {
