@@ -512,8 +512,9 @@ impl ProfileTables {
     }
     /// term → the seed field's projection of its postings list
     /// ([`crate::postings::Projection`]): the entries with the seed field, each with that
-    /// field's statistics only. Always the projection of the term's row in
-    /// [`postings`](Self::postings), and absent where no entry has the field.
+    /// field's statistics only. The projection of the term's row in
+    /// [`postings`](Self::postings), and absent where no entry has the field, whenever the
+    /// table's stamp ([`records::SEED_GENERATION`]) is the profile's generation.
     pub fn seed(&self) -> TableDefinition<'_, &'static str, &'static [u8]> {
         TableDefinition::new(&self.seed)
     }
