@@ -371,8 +371,6 @@ impl Store {
         Ok(home.map(|v| PathBuf::from(String::from_utf8_lossy(v.value()).into_owned())))
     }
 
-    /// Records `root` as the index's root home inside `txn`, or refuses when the index
-    /// already belongs to another one ([`StoreError::OtherHome`]).
     /// Refuses to write to a file that another process brought to a newer schema after this
     /// one opened it: the layout is checked when a file is opened, and a sync may scan for a
     /// long time before it takes the write lock.
@@ -387,6 +385,8 @@ impl Store {
         }
     }
 
+    /// Records `root` as the index's root home inside `txn`, or refuses when the index
+    /// already belongs to another one ([`StoreError::OtherHome`]).
     pub(crate) fn claim_root_home(&self, txn: &WriteTransaction, root: &Path) -> Result<()> {
         let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let recorded = meta
