@@ -107,9 +107,7 @@ impl Builder {
 
     /// Appends every entry of `other`, as [`push`](Builder::push) would one by one.
     pub fn extend(&mut self, other: Builder) {
-        for p in other.postings() {
-            self.push(p.doc, &p.stats);
-        }
+        other.for_each(|doc, stats| self.push(doc, stats));
     }
 
     /// Whether nothing was pushed.
@@ -119,19 +117,27 @@ impl Builder {
 
     /// The entries pushed, in document order.
     pub fn postings(&self) -> Vec<Posting> {
+        let mut out = Vec::new();
+        self.for_each(|doc, stats| out.push(Posting { doc, stats: *stats }));
+        out
+    }
+
+    /// Calls `f` with every entry pushed, in document order (a document pushed twice once).
+    fn for_each(&self, mut f: impl FnMut(u32, &FieldStats)) {
         if let Some(all) = &self.unsorted {
             let mut all = Vec::clone(all);
             all.sort_by_key(|p| p.doc);
             all.dedup_by_key(|p| p.doc);
-            return all;
+            for p in &all {
+                f(p.doc, &p.stats);
+            }
+            return;
         }
-        let mut out = Vec::new();
         let mut doc = 0u32;
         for_each_entry(&self.body, |delta, stats, _| {
             doc += delta;
-            out.push(Posting { doc, stats: *stats });
+            f(doc, stats);
         });
-        out
     }
 
     /// The list's bytes, as [`encode`] writes them.
@@ -199,17 +205,7 @@ impl Projection {
     /// The projection of the list `builder` holds.
     pub fn of_builder(field: fields::Field, builder: &Builder) -> Option<Vec<u8>> {
         let mut p = Projection::new(field);
-        if builder.unsorted.is_some() {
-            for e in builder.postings() {
-                p.push(e.doc, &e.stats);
-            }
-        } else {
-            let mut doc = 0u32;
-            for_each_entry(&builder.body, |delta, stats, _| {
-                doc += delta;
-                p.push(doc, stats);
-            });
-        }
+        builder.for_each(|doc, stats| p.push(doc, stats));
         p.finish()
     }
 
