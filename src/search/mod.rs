@@ -436,9 +436,7 @@ impl<'s> Snapshot<'s> {
             if let Some(v) = state.get("stats").map_err(|e| store.err(e))? {
                 stats = decode(store, v.value(), "corpus stats")?;
             }
-            if let Some(v) = state.get(SEED_GENERATION).map_err(|e| store.err(e))? {
-                seed_stamp = postcard::from_bytes(v.value()).ok();
-            }
+            seed_stamp = crate::store::get_lenient(store, &state, SEED_GENERATION)?;
             if let Some(v) = state.get("offer_rules").map_err(|e| store.err(e))? {
                 rules = Some(store.decode_shared(v.value(), "offer rules")?);
             }

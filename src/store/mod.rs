@@ -585,6 +585,18 @@ pub fn project_seed(store: &Store, txn: &WriteTransaction, tables: &ProfileTable
     insert_sorted(&mut seed, rows).map_err(|e| store.err(e))
 }
 
+/// The record under `key` in `table`, or `None` when it is missing or does not decode:
+/// for the records a sync can do without (a table's stamp, the committed offer rules),
+/// whose absence only makes it rebuild what they describe.
+pub fn get_lenient<T: serde::de::DeserializeOwned>(
+    store: &Store,
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    key: &str,
+) -> Result<Option<T>> {
+    let row = table.get(key).map_err(|e| store.err(e))?;
+    Ok(row.and_then(|v| postcard::from_bytes(v.value()).ok()))
+}
+
 /// Decodes a postcard record, naming it on failure.
 pub fn decode<T: serde::de::DeserializeOwned>(
     store: &Store,

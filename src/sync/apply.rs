@@ -66,10 +66,7 @@ pub fn apply(
     let mut state = txn.open_table(tables.state()).map_err(|e| err(e.into()))?;
     // The seed projections are kept in step by every sync of this build; only a commit by
     // an older build (schema 6) leaves them behind, and then they are written afresh.
-    let seed_stamp: Option<u64> = match state.get(SEED_GENERATION).map_err(|e| err(e.into()))? {
-        Some(v) => postcard::from_bytes(v.value()).ok(),
-        None => None,
-    };
+    let seed_stamp: Option<u64> = store::get_lenient(store, &state, SEED_GENERATION)?;
     let empty = |table| -> Result<bool, StoreError> {
         let t = txn.open_table(table).map_err(|e| err(e.into()))?;
         t.is_empty().map_err(|e| err(e.into()))
@@ -88,11 +85,7 @@ pub fn apply(
         let new = take_new(&plan, &mut observed);
         // What is left of the observations (paths, stats) is read no more.
         drop(observed);
-        let committed_rules: Option<OfferRules> =
-            match state.get("offer_rules").map_err(|e| err(e.into()))? {
-                Some(v) => postcard::from_bytes(v.value()).ok(),
-                None => None,
-            };
+        let committed_rules: Option<OfferRules> = store::get_lenient(store, &state, "offer_rules")?;
         let config_changed = plan.config_changed;
         let rules = docs.apply(
             plan.gone,
@@ -111,10 +104,7 @@ pub fn apply(
     } else {
         // The documents are unchanged: the names table stays in step if it was.
         let mut names = txn.open_table(tables.names()).map_err(|e| err(e.into()))?;
-        let stamp: Option<u64> = match names.get(NAMES_GENERATION).map_err(|e| err(e.into()))? {
-            Some(v) => postcard::from_bytes(v.value()).ok(),
-            None => None,
-        };
+        let stamp: Option<u64> = store::get_lenient(store, &names, NAMES_GENERATION)?;
         if stamp == Some(stats.generation) {
             names
                 .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
@@ -319,10 +309,7 @@ impl Documents<'_> {
             .txn
             .open_table(self.tables.names())
             .map_err(|e| self.err(e))?;
-        let stamp: Option<u64> = match names.get(NAMES_GENERATION).map_err(|e| self.err(e))? {
-            Some(v) => postcard::from_bytes(v.value()).ok(),
-            None => None,
-        };
+        let stamp: Option<u64> = store::get_lenient(self.store, &names, NAMES_GENERATION)?;
         let names_valid = stamp == Some(stats.generation);
         let incremental = names_valid && !config_changed && committed_rules.is_some();
 
