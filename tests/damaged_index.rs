@@ -114,19 +114,7 @@ fn a_newer_schema_is_refused() {
     let h = Home::new();
     h.skill("a/x", "x-skill", "brew green tea");
     assert!(cli(&h, &["sync"]).status.success());
-    {
-        let db = redb::Database::create(h.db()).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<&str, &[u8]> =
-                redb::TableDefinition::new("skillidx.meta");
-            txn.open_table(def)
-                .unwrap()
-                .insert("schema_version", 99u64.to_le_bytes().as_slice())
-                .unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    set_schema_version(&h.db(), 99);
     let out = cli(&h, &["search", "green tea"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

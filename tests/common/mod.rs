@@ -280,6 +280,16 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
         out.push_str(&format!("{k} {v:?}\n"));
     }
 
+    // A list as a line: its term, then its entries by path (doc ids differ between builds).
+    let list_line = |term: &str, bytes: &[u8], what: &str| {
+        let list = skillidx::postings::decode(bytes).expect(what);
+        let mut by_path: Vec<(String, String)> = list
+            .iter()
+            .map(|x| (p(x.doc), format!("{:?}", x.stats)))
+            .collect();
+        by_path.sort();
+        format!("{term} {by_path:?}\n")
+    };
     out.push_str("== postings\n");
     // Each list's seed projection, as the `seed` table must hold it.
     let mut projections: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -292,13 +302,7 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
             if let Some(projection) = projection {
                 projections.insert(k.value().to_owned(), projection);
             }
-            let list = skillidx::postings::decode(v.value()).expect("postings decode");
-            let mut by_path: Vec<(String, String)> = list
-                .iter()
-                .map(|x| (p(x.doc), format!("{:?}", x.stats)))
-                .collect();
-            by_path.sort();
-            out.push_str(&format!("{} {by_path:?}\n", k.value()));
+            out.push_str(&list_line(k.value(), v.value(), "postings decode"));
         }
     }
 
@@ -321,13 +325,7 @@ pub fn full_digest(db: &Path, profile: &str) -> String {
     );
     // Equal to the projections: the digest shows them by path, like the lists.
     for (term, bytes) in &seed {
-        let list = skillidx::postings::decode(bytes).expect("seed list decode");
-        let mut by_path: Vec<(String, String)> = list
-            .iter()
-            .map(|x| (p(x.doc), format!("{:?}", x.stats)))
-            .collect();
-        by_path.sort();
-        out.push_str(&format!("{term} {by_path:?}\n"));
+        out.push_str(&list_line(term, bytes, "seed list decode"));
     }
 
     out.push_str("== state\n");
