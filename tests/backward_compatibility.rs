@@ -6,19 +6,13 @@
 //! fixture when the schema changes, and add one per new version.
 
 mod common;
-use common::*;
 use skillidx::home::Root;
 use skillidx::search::{Hit, Ranking, SearchOptions};
 use skillidx::Index;
 
 fn fixture_copy(version: u32) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("index.redb");
-    std::fs::copy(
-        repo().join(format!("tests/fixtures/schema-v{version}.redb")),
-        &db,
-    )
-    .unwrap();
+    let db = common::fixture_copy(version, dir.path());
     (dir, db)
 }
 

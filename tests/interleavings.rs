@@ -10,7 +10,7 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -328,14 +328,14 @@ fn a_panic_outside_the_parser_is_reported_as_an_internal_error_not_damage() {
     assert_eq!(full_digest(&h.db(), "default"), before);
 }
 
-fn fixture_copy(version: u32, dir: &Path) -> PathBuf {
-    let db = dir.join("index.redb");
-    std::fs::copy(
-        repo().join(format!("tests/fixtures/schema-v{version}.redb")),
-        &db,
-    )
-    .unwrap();
-    db
+/// Runs `c` and fails the test with its stderr unless it succeeds.
+fn succeeds(mut c: Command) {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn stats(db: &Path) -> Command {
@@ -356,7 +356,7 @@ fn two_processes_opening_an_old_file_migrate_it_once() {
         // Migrated once, alone.
         let alone = tempfile::tempdir().unwrap();
         let once = fixture_copy(version, alone.path());
-        assert!(stats(&once).output().unwrap().status.success());
+        succeeds(stats(&once));
 
         // A reads the version and stops before its write lock; B migrates the file through
         // every step; A then finds nothing left to migrate.
@@ -382,7 +382,7 @@ fn old_files_opened_by_several_processes_at_once_end_as_one_migration() {
     for version in [1, 2, 6] {
         let alone = tempfile::tempdir().unwrap();
         let once = fixture_copy(version, alone.path());
-        assert!(stats(&once).output().unwrap().status.success());
+        succeeds(stats(&once));
         let raced = tempfile::tempdir().unwrap();
         let db = fixture_copy(version, raced.path());
         let children: Vec<Child> = (0..4)

@@ -113,6 +113,38 @@ pub fn clean_copy(h: &Home) -> Home {
     clean
 }
 
+/// A copy of `tests/fixtures/schema-v{version}.redb` in `dir`, claimed for this checkout's
+/// example home. From schema 6 on an index records the absolute path of the home it was
+/// built for (`root_home`), and a command given another home refuses the file; the fixtures
+/// were written in another checkout, so the copy records this one's. The claim is rewritten
+/// with redb alone, which leaves the file at its schema.
+pub fn fixture_copy(version: u32, dir: &Path) -> PathBuf {
+    let db = dir.join("index.redb");
+    std::fs::copy(
+        repo().join(format!("tests/fixtures/schema-v{version}.redb")),
+        &db,
+    )
+    .unwrap();
+    let meta = redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta");
+    let file = redb::Database::open(&db).unwrap();
+    use redb::ReadableDatabase;
+    let claimed = match file.begin_read().unwrap().open_table(meta) {
+        Ok(table) => table.get("root_home").unwrap().is_some(),
+        Err(redb::TableError::TableDoesNotExist(_)) => false,
+        Err(e) => panic!("{e}"),
+    };
+    if claimed {
+        let home = repo().join("examples/hermes-home");
+        let txn = file.begin_write().unwrap();
+        txn.open_table(meta)
+            .unwrap()
+            .insert("root_home", home.to_string_lossy().as_bytes())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    db
+}
+
 /// Records `version` as the schema of the index at `db`, as a build of that version
 /// migrating the file would.
 pub fn set_schema_version(db: &Path, version: u64) {
