@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: temporary Hermes homes and the CLI binary.
 #![allow(dead_code)]
 
-use redb::ReadableTable;
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use skillidx::home::Root;
 use skillidx::search::SearchOptions;
 use skillidx::store::records::*;
@@ -113,6 +113,9 @@ pub fn clean_copy(h: &Home) -> Home {
     clean
 }
 
+/// The store's table of file-wide records (schema version, root home), as the store names it.
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("skillidx.meta");
+
 /// A copy of `tests/fixtures/schema-v{version}.redb` in `dir`, claimed for this checkout's
 /// example home. From schema 6 on an index records the absolute path of the home it was
 /// built for (`root_home`), and a command given another home refuses the file; the fixtures
@@ -125,10 +128,8 @@ pub fn fixture_copy(version: u32, dir: &Path) -> PathBuf {
         &db,
     )
     .unwrap();
-    let meta = redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta");
     let file = redb::Database::open(&db).unwrap();
-    use redb::ReadableDatabase;
-    let claimed = match file.begin_read().unwrap().open_table(meta) {
+    let claimed = match file.begin_read().unwrap().open_table(META) {
         Ok(table) => table.get("root_home").unwrap().is_some(),
         Err(redb::TableError::TableDoesNotExist(_)) => false,
         Err(e) => panic!("{e}"),
@@ -136,7 +137,7 @@ pub fn fixture_copy(version: u32, dir: &Path) -> PathBuf {
     if claimed {
         let home = repo().join("examples/hermes-home");
         let txn = file.begin_write().unwrap();
-        txn.open_table(meta)
+        txn.open_table(META)
             .unwrap()
             .insert("root_home", home.to_string_lossy().as_bytes())
             .unwrap();
@@ -150,7 +151,7 @@ pub fn fixture_copy(version: u32, dir: &Path) -> PathBuf {
 pub fn set_schema_version(db: &Path, version: u64) {
     let store = Store::open_write(db).unwrap();
     let txn = store.write().unwrap();
-    txn.open_table(redb::TableDefinition::<&str, &[u8]>::new("skillidx.meta"))
+    txn.open_table(META)
         .unwrap()
         .insert("schema_version", version.to_le_bytes().as_slice())
         .unwrap();
