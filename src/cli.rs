@@ -8,7 +8,7 @@ use crate::offer::{Environments, Session};
 use crate::search::{Params, Ranking, Scoring, SearchOptions};
 use crate::store::Compaction;
 use crate::sync::{SyncOptions, SyncReport};
-use crate::Index;
+use crate::{Aside, Index};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -872,13 +872,24 @@ fn sync(
     // A first build into a file this command creates: like a rebuild, one big transaction.
     let creating = std::fs::metadata(&ctx.db).map_or(true, |m| m.len() == 0);
     let mut index = if rebuild {
-        let (index, aside) = Index::open_for_rebuild(&ctx.db)?;
-        if let Some(aside) = aside {
-            eprintln!(
+        let (index, aside) = Index::open_for_rebuild(&ctx.db, &ctx.root.path)?;
+        match aside {
+            Some(Aside {
+                path,
+                other_home: Some(home),
+            }) => eprintln!(
+                "skillidx: {} indexed the Hermes home {}; kept it as {} and building one for {} in its place",
+                ctx.db.display(),
+                home.display(),
+                path.display(),
+                ctx.root.path.display()
+            ),
+            Some(Aside { path, .. }) => eprintln!(
                 "skillidx: {} was not a usable index; moved it to {}",
                 ctx.db.display(),
-                aside.display()
-            );
+                path.display()
+            ),
+            None => {}
         }
         index
     } else {

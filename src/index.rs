@@ -92,6 +92,17 @@ pub struct Index {
     store: Store,
 }
 
+/// A file `sync --rebuild` moved aside to build a fresh index in its place
+/// ([`Index::open_for_rebuild`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aside {
+    /// Where the file is now.
+    pub path: PathBuf,
+    /// The root home the file indexed, when that is why it was moved; `None` for a file
+    /// that was damaged or not an index.
+    pub other_home: Option<PathBuf>,
+}
+
 impl Index {
     /// Opens an existing index for queries.
     pub fn open(db: &Path) -> Result<Index, Error> {
@@ -117,42 +128,57 @@ impl Index {
         }
     }
 
-    /// Opens an index for `sync --rebuild`: a file that is damaged or not an index is moved
-    /// aside (to `<file>.broken-<time>`) and replaced, as the user asked for a fresh one.
-    pub fn open_for_rebuild(db: &Path) -> Result<(Index, Option<PathBuf>), Error> {
-        match Store::open_write_verified(db) {
-            Ok(store) => Ok((Index { store }, None)),
+    /// Opens an index for `sync --rebuild` of the root home `root`. A file that is damaged
+    /// or not an index is moved aside (to `<file>.broken-<time>-<pid>`) and replaced, as the user
+    /// asked for a fresh one. So is another home's index: the home was moved or restored
+    /// elsewhere, with its index inside it, or `--db` names a file another home uses; that
+    /// index is kept, not overwritten.
+    pub fn open_for_rebuild(db: &Path, root: &Path) -> Result<(Index, Option<Aside>), Error> {
+        let other_home = match Store::open_write_verified(db) {
+            Ok(store) => match store.root_home()? {
+                Some(recorded) if recorded != root => Some(recorded),
+                _ => return Ok((Index { store }, None)),
+            },
             Err(
                 StoreError::Foreign(_)
                 | StoreError::NotOurs(_)
                 | StoreError::Corrupt { .. }
                 | StoreError::BadRecord { .. },
-            ) => {
-                let stamp = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
-                let mut aside = db.as_os_str().to_owned();
-                aside.push(format!(".broken-{stamp}"));
-                let aside = PathBuf::from(aside);
-                crate::failpoint::point(crate::failpoint::names::REBUILD_BEFORE_RENAME).map_err(
-                    |source| StoreError::Io {
-                        path: db.to_owned(),
-                        source,
-                    },
-                )?;
-                std::fs::rename(db, &aside).map_err(|source| StoreError::Io {
-                    path: db.to_owned(),
-                    source,
-                })?;
-                Ok((
-                    Index {
-                        store: Store::open_write(db)?,
-                    },
-                    Some(aside),
-                ))
-            }
-            Err(e) => Err(e.into()),
-        }
+            ) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut aside = db.as_os_str().to_owned();
+        // The process id too: two rebuilds that looked at once must not rename onto one name,
+        // which would drop the file the first moved aside.
+        let kind = if other_home.is_some() {
+            "other-home"
+        } else {
+            "broken"
+        };
+        aside.push(format!(".{kind}-{stamp}-{}", std::process::id()));
+        let aside = PathBuf::from(aside);
+        crate::failpoint::point(crate::failpoint::names::REBUILD_BEFORE_RENAME).map_err(
+            |source| StoreError::Io {
+                path: db.to_owned(),
+                source,
+            },
+        )?;
+        std::fs::rename(db, &aside).map_err(|source| StoreError::Io {
+            path: db.to_owned(),
+            source,
+        })?;
+        Ok((
+            Index {
+                store: Store::open_write(db)?,
+            },
+            Some(Aside {
+                path: aside,
+                other_home,
+            }),
+        ))
     }
 
     /// The underlying store.

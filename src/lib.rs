@@ -42,4 +42,4 @@ pub mod migrations;
 mod python;
 
 mod index;
-pub use index::{Error, Index, ProfileStats, SkillEntry};
+pub use index::{Aside, Error, Index, ProfileStats, SkillEntry};

@@ -583,7 +583,7 @@ impl LiveIndex {
             ..Default::default()
         };
         let index = if rebuild {
-            Index::open_for_rebuild(&inner.db)?.0
+            Index::open_for_rebuild(&inner.db, &inner.profile.root)?.0
         } else {
             Index::open_for_sync(&inner.db)?
         };

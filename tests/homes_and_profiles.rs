@@ -183,6 +183,69 @@ fn two_homes_on_one_index_file_are_refused_naming_both() {
 }
 
 #[test]
+fn a_home_moved_with_its_index_is_refused_until_a_rebuild_which_keeps_the_old_index() {
+    // A home restored or mounted elsewhere carries its index (`<home>/skillidx.redb`), whose
+    // claim and paths name the old place.
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old-home");
+    let h = home_with(&["alpha"]);
+    copy_tree(h.path(), &old);
+    let out = run(dir.path(), &["sync", "--home", old.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let new = dir.path().join("new-home");
+    std::fs::rename(&old, &new).unwrap();
+    let old = std::fs::canonicalize(dir.path()).unwrap().join("old-home");
+    let new = std::fs::canonicalize(&new).unwrap();
+    let home = new.to_str().unwrap();
+    let db = new.join("skillidx.redb");
+
+    for cmd in [&["sync"][..], &["search", "alpha"], &["stats"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--home", home]);
+        let out = run(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(old.to_str().unwrap()) && err.contains(home) && err.contains("--rebuild"),
+            "{cmd:?}: {err}"
+        );
+    }
+
+    let out = run(dir.path(), &["sync", "--rebuild", "--home", home]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("kept it as"), "{err}");
+    let asides: Vec<_> = std::fs::read_dir(&new)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("skillidx.redb.other-home-"))
+        .collect();
+    assert_eq!(asides.len(), 1, "{asides:?}");
+    // The old index is kept as it was: its claim and its skill under the old path.
+    let kept = skillidx::Index::open(&asides[0]).unwrap();
+    assert_eq!(kept.store().root_home().unwrap(), Some(old.clone()));
+    let listed = kept.list("default").unwrap();
+    assert_eq!(
+        Path::new(&listed[0].path),
+        old.join("skills/c/alpha/SKILL.md")
+    );
+    // The rebuilt one belongs to the new place and answers from it.
+    let fresh = skillidx::Index::open(&db).unwrap();
+    assert_eq!(fresh.store().root_home().unwrap(), Some(new.clone()));
+    let out = run(
+        dir.path(),
+        &["search", "alpha things", "--json", "--home", home],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hits: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(hits[0]["name"], "alpha");
+    assert_eq!(
+        Path::new(hits[0]["path"].as_str().unwrap()),
+        new.join("skills/c/alpha/SKILL.md")
+    );
+}
+
+#[test]
 fn sync_all_profiles_drops_the_tables_of_a_removed_profile() {
     let h = home_with(&["alpha"]);
     let work = h.path().join("profiles/work/skills/c/omega");

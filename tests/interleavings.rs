@@ -411,6 +411,40 @@ fn old_files_opened_by_several_processes_at_once_end_as_one_migration() {
 }
 
 #[test]
+fn two_rebuilds_of_a_moved_home_keep_its_old_index() {
+    // The home moves with its index inside it: the file names the old place.
+    let old = home_with_skills();
+    let h = Home::new();
+    std::fs::remove_dir(h.path().join("skills")).unwrap();
+    std::fs::rename(old.path().join("skills"), h.path().join("skills")).unwrap();
+    std::fs::rename(old.db(), h.db()).unwrap();
+    // A finds another home's index and stops before moving it aside; B moves it aside and
+    // rebuilds; A then moves B's index aside in turn and rebuilds.
+    let mut a = sync(h.path());
+    a.arg("--rebuild");
+    let a = Paused::start(a, "rebuild-before-rename");
+    let mut b = sync(h.path());
+    b.arg("--rebuild");
+    ok(b.output().unwrap());
+    ok(a.go());
+    // Neither rename dropped the old home's index.
+    let old_root = std::fs::canonicalize(old.path()).unwrap();
+    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(h.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("skillidx.redb.other-home-"))
+        .collect();
+    assert!(
+        kept.iter().any(|p| {
+            let index = skillidx::Index::open(p).unwrap();
+            index.store().root_home().unwrap() == Some(old_root.clone())
+        }),
+        "{kept:?}"
+    );
+    assert_clean(&h);
+}
+
+#[test]
 fn a_rebuild_replaces_a_damaged_file_that_a_reader_holds() {
     let h = home_with_skills();
     // A long-lived reader opens the healthy file and answers.

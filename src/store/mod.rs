@@ -110,7 +110,7 @@ pub enum StoreError {
         detail: String,
     },
     /// The file indexes another Hermes home.
-    #[error("the index {path} belongs to the Hermes home {recorded}, not {requested}; use that home, or another --db for this one")]
+    #[error("the index {path} belongs to the Hermes home {recorded}, not {requested}; use that home, another --db for this one, or `skillidx sync --rebuild` to keep that index aside and build this home's in its place")]
     OtherHome {
         /// The file.
         path: PathBuf,
