@@ -129,10 +129,10 @@ impl Index {
     }
 
     /// Opens an index for `sync --rebuild` of the root home `root`. A file that is damaged
-    /// or not an index is moved aside (to `<file>.broken-<time>-<pid>`) and replaced, as the user
-    /// asked for a fresh one. So is another home's index: the home was moved or restored
-    /// elsewhere, with its index inside it, or `--db` names a file another home uses; that
-    /// index is kept, not overwritten.
+    /// or not an index is moved aside (to `<file>.broken-<time>-<pid>`) and replaced, as the
+    /// user asked for a fresh one. So is another home's index (to `.other-home-…`): the home
+    /// was moved or restored elsewhere with its index inside it, or `--db` names a file
+    /// another home uses; that index is kept, not overwritten.
     pub fn open_for_rebuild(db: &Path, root: &Path) -> Result<(Index, Option<Aside>), Error> {
         let other_home = match Store::open_write_verified(db) {
             Ok(store) => match store.root_home()? {
