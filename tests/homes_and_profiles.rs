@@ -16,6 +16,15 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Runs `cmd` followed by `tail` in `cwd`, checks that it fails as an error (exit 1), and
+/// gives its stderr.
+fn refused(cwd: &Path, cmd: &[&str], tail: &[&str]) -> String {
+    let args: Vec<&str> = cmd.iter().chain(tail).copied().collect();
+    let out = run(cwd, &args);
+    assert_eq!(out.status.code(), Some(1), "{cmd:?}");
+    stderr(&out)
+}
+
 fn home_with(names: &[&str]) -> Home {
     let h = Home::new();
     for n in names {
@@ -105,11 +114,7 @@ fn unknown_and_malformed_profiles_fail_and_name_the_profiles_that_exist() {
         &["list", "--profile", "nosuch"],
         &["sync", "--profile", "nosuch"],
     ] {
-        let mut args = cmd.to_vec();
-        args.extend(["--home", home]);
-        let out = run(h.path(), &args);
-        assert_eq!(out.status.code(), Some(1), "{cmd:?}");
-        let err = stderr(&out);
+        let err = refused(h.path(), cmd, &["--home", home]);
         assert!(
             err.contains("nosuch") && err.contains("default") && err.contains("work"),
             "{cmd:?}: {err}"
@@ -156,11 +161,11 @@ fn two_homes_on_one_index_file_are_refused_naming_both() {
     .status
     .success());
     for cmd in [&["sync"][..], &["search", "beta"], &["stats"]] {
-        let mut args = cmd.to_vec();
-        args.extend(["--home", home_b.to_str().unwrap(), "--db", db]);
-        let out = run(b.path(), &args);
-        assert_eq!(out.status.code(), Some(1), "{cmd:?}");
-        let err = stderr(&out);
+        let err = refused(
+            b.path(),
+            cmd,
+            &["--home", home_b.to_str().unwrap(), "--db", db],
+        );
         assert!(
             err.contains(home_a.to_str().unwrap()) && err.contains(home_b.to_str().unwrap()),
             "{cmd:?}: {err}"
@@ -200,11 +205,7 @@ fn a_home_moved_with_its_index_is_refused_until_a_rebuild_which_keeps_the_old_in
     let db = new.join("skillidx.redb");
 
     for cmd in [&["sync"][..], &["search", "alpha"], &["stats"]] {
-        let mut args = cmd.to_vec();
-        args.extend(["--home", home]);
-        let out = run(dir.path(), &args);
-        assert_eq!(out.status.code(), Some(1), "{cmd:?}");
-        let err = stderr(&out);
+        let err = refused(dir.path(), cmd, &["--home", home]);
         assert!(
             err.contains(old.to_str().unwrap()) && err.contains(home) && err.contains("--rebuild"),
             "{cmd:?}: {err}"
@@ -215,11 +216,7 @@ fn a_home_moved_with_its_index_is_refused_until_a_rebuild_which_keeps_the_old_in
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("kept it as"), "{err}");
-    let asides: Vec<_> = std::fs::read_dir(&new)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().contains("skillidx.redb.other-home-"))
-        .collect();
+    let asides = other_home_asides(&new);
     assert_eq!(asides.len(), 1, "{asides:?}");
     // The old index is kept as it was: its claim and its skill under the old path.
     let kept = skillidx::Index::open(&asides[0]).unwrap();

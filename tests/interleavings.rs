@@ -328,16 +328,6 @@ fn a_panic_outside_the_parser_is_reported_as_an_internal_error_not_damage() {
     assert_eq!(full_digest(&h.db(), "default"), before);
 }
 
-/// Runs `c` and fails the test with its stderr unless it succeeds.
-fn succeeds(mut c: Command) {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn stats(db: &Path) -> Command {
     let mut c = bin();
     c.args(["stats", "--json", "--home"])
@@ -356,7 +346,7 @@ fn two_processes_opening_an_old_file_migrate_it_once() {
         // Migrated once, alone.
         let alone = tempfile::tempdir().unwrap();
         let once = fixture_copy(version, alone.path());
-        succeeds(stats(&once));
+        ok(stats(&once).output().unwrap());
 
         // A reads the version and stops before its write lock; B migrates the file through
         // every step; A then finds nothing left to migrate.
@@ -382,7 +372,7 @@ fn old_files_opened_by_several_processes_at_once_end_as_one_migration() {
     for version in [1, 2, 6] {
         let alone = tempfile::tempdir().unwrap();
         let once = fixture_copy(version, alone.path());
-        succeeds(stats(&once));
+        ok(stats(&once).output().unwrap());
         let raced = tempfile::tempdir().unwrap();
         let db = fixture_copy(version, raced.path());
         let children: Vec<Child> = (0..4)
@@ -429,11 +419,7 @@ fn two_rebuilds_of_a_moved_home_keep_its_old_index() {
     ok(a.go());
     // Neither rename dropped the old home's index.
     let old_root = std::fs::canonicalize(old.path()).unwrap();
-    let kept: Vec<std::path::PathBuf> = std::fs::read_dir(h.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().contains("skillidx.redb.other-home-"))
-        .collect();
+    let kept = other_home_asides(h.path());
     assert!(
         kept.iter().any(|p| {
             let index = skillidx::Index::open(p).unwrap();

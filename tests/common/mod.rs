@@ -146,6 +146,16 @@ pub fn fixture_copy(version: u32, dir: &Path) -> PathBuf {
     db
 }
 
+/// The files in `dir` that `sync --rebuild` kept aside as another home's index
+/// (`skillidx.redb.other-home-<time>-<pid>`).
+pub fn other_home_asides(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("skillidx.redb.other-home-"))
+        .collect()
+}
+
 /// Records `version` as the schema of the index at `db`, as a build of that version
 /// migrating the file would.
 pub fn set_schema_version(db: &Path, version: u64) {
