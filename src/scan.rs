@@ -214,8 +214,13 @@ fn walk_root(root: &SkillRoot, cache: &DirCache, now_ns: i64, out: &mut Scan) {
         return;
     }
     let mut w = Walked::default();
+    let bounds = Bounds {
+        root: std::fs::canonicalize(&root.path).ok(),
+        tree: None,
+    };
     let mut ctx = Cached {
         root,
+        bounds: &bounds,
         cache,
         now_ns,
         listings: &mut out.listings,
@@ -232,6 +237,7 @@ fn walk_root(root: &SkillRoot, cache: &DirCache, now_ns: i64, out: &mut Scan) {
 
 struct Cached<'a> {
     root: &'a SkillRoot,
+    bounds: &'a Bounds,
     cache: &'a DirCache,
     now_ns: i64,
     listings: &'a mut Vec<(String, DirListing)>,
@@ -254,7 +260,7 @@ fn walk_cached(ctx: &mut Cached<'_>, dir: &Path, stat: FileStat, out: &mut Walke
         }
     };
     if listing.skill {
-        skill_file(ctx.root, dir.join(SKILL_FILE), out);
+        skill_file(ctx.root, ctx.bounds, dir.join(SKILL_FILE), out);
     }
     for name in &listing.subdirs {
         let sub = dir.join(name);
@@ -348,7 +354,7 @@ fn list_dir(
         let is_skill = path.file_name().is_some_and(|n| n == SKILL_FILE);
         if is_skill {
             if is_skill_entry(&path) {
-                skill_file(ctx.root, path, out);
+                skill_file(ctx.root, ctx.bounds, path, out);
             } else {
                 out.problems.push(Problem {
                     path,
@@ -367,7 +373,7 @@ fn list_dir(
         }
         if is_link {
             if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
-                symlinked_dir(ctx.root, &path, out);
+                symlinked_dir(ctx.root, ctx.bounds, &path, out);
             }
         } else if let Ok(meta) = std::fs::symlink_metadata(&path) {
             walk_cached(ctx, &path, FileStat::of(&meta), out);
@@ -382,10 +388,74 @@ fn list_dir(
     Some((listing, plain))
 }
 
+/// Where the text of a SKILL.md may come from: the skill root, and the target of the
+/// symlinked folder a walk went through (Hermes follows folder links, and so do we, with a
+/// notice when they lead outside the root).
+struct Bounds {
+    /// The skill root, canonical (`None` when it cannot be resolved).
+    root: Option<PathBuf>,
+    /// The canonical target of the symlinked folder being walked, if any.
+    tree: Option<PathBuf>,
+}
+
+impl Bounds {
+    fn contain(&self, path: &Path) -> bool {
+        [&self.root, &self.tree]
+            .into_iter()
+            .flatten()
+            .any(|b| path.starts_with(b))
+    }
+
+    /// Where the SKILL.md link `path` leads when that is outside these bounds: a link to
+    /// a file elsewhere (`ln -s ~/.env skills/x/SKILL.md`) would put that file's text into
+    /// the prompt, so it is never read. A dangling link is judged by where it points.
+    fn escape(&self, path: &Path) -> Option<PathBuf> {
+        let target = std::fs::canonicalize(path).ok().or_else(|| {
+            let to = std::fs::read_link(path).ok()?;
+            let parent = std::fs::canonicalize(path.parent()?).ok()?;
+            Some(lexically_normal(&parent.join(to)))
+        });
+        match target {
+            Some(t) if self.contain(&t) => None,
+            Some(t) => Some(t),
+            // Neither resolvable nor readable as a link: nothing to read either.
+            None => None,
+        }
+    }
+}
+
+/// `path` with `.` and `..` resolved by name (for a link whose target does not exist).
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Records the SKILL.md at `path` as a candidate, or as a problem when it leads to something
-/// that is not a regular file. A dangling link is a candidate: Hermes offers a SKILL.md it
-/// cannot read under its folder name.
-fn skill_file(root: &SkillRoot, path: PathBuf, out: &mut Walked) {
+/// that is not a regular file, or when it is a link to a file outside `bounds`. A dangling
+/// link inside them is a candidate: Hermes offers a SKILL.md it cannot read under its folder
+/// name.
+fn skill_file(root: &SkillRoot, bounds: &Bounds, path: PathBuf, out: &mut Walked) {
+    let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+    if let Some(target) = is_link.then(|| bounds.escape(&path)).flatten() {
+        out.problems.push(Problem {
+            path,
+            reason: format!(
+                "a symlink to {}, outside the skill root: not read, so that no file outside the skill roots reaches a prompt",
+                target.display()
+            ),
+        });
+        return;
+    }
     let meta = match std::fs::metadata(&path) {
         Ok(m) => m,
         Err(e) => match std::fs::symlink_metadata(&path) {
@@ -431,13 +501,14 @@ struct Walked {
     notices: Vec<Problem>,
 }
 
-/// Walks `start`. Symlinks are followed, as Hermes follows them, but only where there is
-/// one: a walk that follows links must open every folder a second time to detect loops,
-/// which doubles the cost of a hub-sized tree. So the main walk does not follow links, and
-/// each symlinked folder gets a walk of its own that does, with loop detection.
-fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
+/// Walks the symlinked folder `start` with links followed. Symlinks are followed, as Hermes
+/// follows them, but only where there is one: a walk that follows links must open every
+/// folder a second time to detect loops, which doubles the cost of a hub-sized tree. So the
+/// main walk does not follow links, and each symlinked folder gets a walk of its own that
+/// does, with loop detection.
+fn walk(root: &SkillRoot, bounds: &Bounds, start: &Path, out: &mut Walked) {
     let walker = walkdir::WalkDir::new(start)
-        .follow_links(follow)
+        .follow_links(true)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| !e.file_type().is_dir() || e.depth() == 0 || keep_dir(e.path()));
@@ -455,12 +526,12 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
             match target {
                 Ok(meta) if meta.is_dir() && !is_skill => {
                     if keep_dir(entry.path()) {
-                        symlinked_dir(root, entry.path(), out);
+                        symlinked_dir(root, bounds, entry.path(), out);
                     }
                     continue;
                 }
                 Err(_) if is_skill => {
-                    skill_file(root, entry.into_path(), out);
+                    skill_file(root, bounds, entry.into_path(), out);
                     continue;
                 }
                 Err(_) => continue,
@@ -478,13 +549,13 @@ fn walk(root: &SkillRoot, start: &Path, follow: bool, out: &mut Walked) {
             continue;
         }
         // Through a link, the target's type and stat are what count.
-        skill_file(root, entry.into_path(), out);
+        skill_file(root, bounds, entry.into_path(), out);
     }
 }
 
 /// Walks a symlinked folder (already vetted by name) with links followed: a link back to an
 /// ancestor is a loop, reported; a link outside the skill root is walked and noted.
-fn symlinked_dir(root: &SkillRoot, link: &Path, out: &mut Walked) {
+fn symlinked_dir(root: &SkillRoot, bounds: &Bounds, link: &Path, out: &mut Walked) {
     if let Some(ancestor) = loops_back(link) {
         out.problems.push(Problem {
             path: link.to_path_buf(),
@@ -501,7 +572,14 @@ fn symlinked_dir(root: &SkillRoot, link: &Path, out: &mut Walked) {
             ),
         });
     }
-    walk(root, link, true, out);
+    let bounds = Bounds {
+        root: bounds.root.clone(),
+        tree: bounds
+            .tree
+            .clone()
+            .or_else(|| std::fs::canonicalize(link).ok()),
+    };
+    walk(root, &bounds, link, out);
 }
 
 /// Where a symlinked folder really is, when that is outside the skill root.

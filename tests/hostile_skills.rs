@@ -344,7 +344,8 @@ fn kinds() -> Vec<Kind> {
                 std::os::unix::fs::symlink("/dev/zero", d.join("SKILL.md")).unwrap();
                 None
             },
-            expect: Expect::Skipped(&["not a regular file (a device)"]),
+            // A link to a file outside the skill root is never read.
+            expect: Expect::Skipped(&["outside the skill root"]),
         },
         Kind {
             name: "symlink-loop",
@@ -357,12 +358,48 @@ fn kinds() -> Vec<Kind> {
         Kind {
             name: "dangling-symlink",
             make: |_, d| {
-                std::os::unix::fs::symlink("/nonexistent/nowhere/SKILL.md", d.join("SKILL.md"))
-                    .unwrap();
+                std::os::unix::fs::symlink("../missing/SKILL.md", d.join("SKILL.md")).unwrap();
                 None
             },
             // Hermes offers a SKILL.md it cannot read under the folder name.
             expect: Expect::Fallback(&["cannot read", "No such file"]),
+        },
+        Kind {
+            name: "dangling-symlink-outside",
+            make: |_, d| {
+                std::os::unix::fs::symlink("/nonexistent/nowhere/SKILL.md", d.join("SKILL.md"))
+                    .unwrap();
+                None
+            },
+            // Where it points is outside: should the file appear, it is still not read.
+            expect: Expect::Skipped(&["outside the skill root"]),
+        },
+        Kind {
+            name: "symlink-to-a-secret",
+            make: |h, d| {
+                // `ln -s ../../../.env skills/devops/env-helper/SKILL.md`
+                let outside = outside_of(h);
+                std::fs::create_dir_all(&outside).unwrap();
+                std::fs::write(outside.join(".env"), "OPENAI_API_KEY=sk-live-SECRET quux\n")
+                    .unwrap();
+                std::os::unix::fs::symlink(outside.join(".env"), d.join("SKILL.md")).unwrap();
+                Some(format!("target {}", outside.display()))
+            },
+            expect: Expect::Skipped(&["outside the skill root: not read"]),
+        },
+        Kind {
+            name: "symlink-inside",
+            make: |_, d| {
+                // A link to another file inside the root is read, as Hermes reads it.
+                std::fs::write(
+                    d.join("real.md"),
+                    "---\nname: zoo-linked\ndescription: quux by link\n---\n",
+                )
+                .unwrap();
+                std::os::unix::fs::symlink("real.md", d.join("SKILL.md")).unwrap();
+                None
+            },
+            expect: Expect::Indexed,
         },
         Kind {
             name: "symlink-outside",
@@ -820,6 +857,93 @@ fn injection_patterns_are_reported_by_sync() {
                 && p.reason.contains("possible prompt injection")),
         "{r:#?}"
     );
+}
+
+/// A SKILL.md that is a symlink to a file outside the skill roots (a secret, say) never
+/// reaches a prompt: it is not indexed, it is reported with the reason, and neither a search
+/// nor the injected block nor the list shows its text; a link inside the tree a symlinked
+/// folder leads to is read, one out of it is not.
+#[test]
+fn a_skill_file_linked_from_outside_the_roots_is_never_read() {
+    let h = good_home();
+    let outside = outside_of(&h);
+    std::fs::create_dir_all(outside.join("tree/inner")).unwrap();
+    std::fs::write(outside.join(".env"), "OPENAI_API_KEY=sk-live-SECRET\n").unwrap();
+    let env = h.path().join("skills/devops/env-helper");
+    std::fs::create_dir_all(&env).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../../".to_owned() + &outside.file_name().unwrap().to_string_lossy() + "/.env",
+        env.join("SKILL.md"),
+    )
+    .unwrap();
+    // A folder linked from outside (noted, and read, as Hermes reads it), holding one link
+    // inside its own tree and one to the secret.
+    write(
+        &outside.join("tree/inner"),
+        "---\nname: linked-inner\ndescription: zebra inside the linked tree\n---\n",
+    );
+    std::fs::create_dir_all(outside.join("tree/alias")).unwrap();
+    std::os::unix::fs::symlink("../inner/SKILL.md", outside.join("tree/alias/SKILL.md")).unwrap();
+    std::fs::create_dir_all(outside.join("tree/leak")).unwrap();
+    std::os::unix::fs::symlink(outside.join(".env"), outside.join("tree/leak/SKILL.md")).unwrap();
+    std::os::unix::fs::symlink(outside.join("tree"), h.path().join("skills/linked")).unwrap();
+    let r = sync_bounded(&h);
+    let skipped: Vec<String> = r
+        .skipped
+        .iter()
+        .filter(|p| p.reason.contains("outside the skill root: not read"))
+        .map(|p| p.path.to_string_lossy().into_owned())
+        .collect();
+    let _ = std::fs::remove_dir_all(&outside);
+    assert!(
+        skipped
+            .iter()
+            .any(|p| p.ends_with("devops/env-helper/SKILL.md"))
+            && skipped.iter().any(|p| p.ends_with("linked/leak/SKILL.md"))
+            && skipped.len() == 2,
+        "{r:#?}"
+    );
+    let index = Index::open(&h.db()).unwrap();
+    let ids: Vec<String> = index
+        .list("default")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert!(
+        !ids.iter().any(|i| i == "env-helper" || i == "leak"),
+        "{ids:?}"
+    );
+    let linked = index
+        .list("default")
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.path.contains("linked/inner/") || e.path.contains("linked/alias/"))
+        .count();
+    assert_eq!(linked, 2, "{ids:?}");
+    for q in [
+        "OPENAI_API_KEY sk-live-SECRET",
+        "env helper",
+        "openai api key",
+    ] {
+        let hits = index
+            .search(
+                "default",
+                q,
+                &SearchOptions {
+                    k: 10,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(
+            hits.iter().all(|h| !h.description.contains("SECRET")),
+            "{q}: {hits:?}"
+        );
+        if let Some(block) = skillidx::hermes::format_retrieved_block(&hits, &[]) {
+            assert!(!block.contains("SECRET"), "{block}");
+        }
+    }
 }
 
 #[test]

@@ -180,6 +180,15 @@ DELIBERATE: Dict[str, List[Tuple[str, str, Match, Match, Optional[Set[str]]]]] =
             None,
         ),
         (
+            "SKILL.md linked to a file outside the skill root",
+            "Hermes reads the file the link leads to and lists it, its text as the description; "
+            "skillidx never reads a file outside the skill roots (it could be a secret), so the "
+            "skill is not indexed and never injected",
+            lambda p: p == ("devops", "env-helper"),
+            NOTHING,
+            None,
+        ),
+        (
             "requires_tools: null",
             "Hermes cannot iterate null: with tool information its builder raises TypeError for "
             "a local skill (no block at all); skillidx hides that one skill whenever tools are "
@@ -277,7 +286,7 @@ def generated_rules_home(base: Path) -> Path:
     # a dangling SKILL.md link: Hermes offers it under its folder name, and prunes its
     # support folders
     (skills / "bad" / "dangling").mkdir(parents=True)
-    os.symlink("/nonexistent/SKILL.md", skills / "bad" / "dangling" / "SKILL.md")
+    os.symlink("../missing/SKILL.md", skills / "bad" / "dangling" / "SKILL.md")
     sk(skills, "bad/dangling/references/inside", fm("inside-refs"))
     # support folders of a skill are not walked
     sk(skills, "prune/holder", fm("holder"))
@@ -313,6 +322,10 @@ def generated_quirks_home(base: Path) -> Path:
     )
     (skills / "crash" / "fine").mkdir(parents=True)
     (skills / "crash" / "fine" / "SKILL.md").write_text("---\nname: fine\n---\n")
+    # a SKILL.md linked to a file outside the skill root (a secret, say)
+    (home / ".env").write_text("---\nname: env-helper\n---\nOPENAI_API_KEY=sk-live-SECRET\n")
+    (skills / "devops" / "env-helper").mkdir(parents=True)
+    os.symlink("../../../.env", skills / "devops" / "env-helper" / "SKILL.md")
     return home
 
 
