@@ -95,6 +95,8 @@ fn stored(h: &Home) -> (BTreeSet<[u8; 32]>, Option<String>) {
         let (k, v) = row.unwrap();
         if k.value() == embed::MODEL_KEY {
             fingerprint = Some(String::from_utf8(v.value().to_vec()).unwrap());
+        } else if k.value() == embed::STAMP_KEY {
+            assert_eq!(v.value().len(), 8, "the stamp is a u64");
         } else {
             assert_eq!(v.value().len(), 512, "a vector is 512 bytes");
             hashes.insert(<[u8; 32]>::try_from(k.value()).unwrap());
@@ -316,6 +318,68 @@ fn hybrid_ranking_reaches_across_languages_but_not_past_the_gates() {
         .expect("a candidate has a semantic contribution");
     assert!(s.dense && s.cosine.unwrap() > 0.3, "{s:?}");
     assert!((s.score - ex.score).abs() < 1e-9);
+}
+
+/// The reviewer's sequence, forced step by step: a long-lived stage (a gateway, `Index(semantic=
+/// True)`, `search --batch --semantic`) decodes the vectors; a sync without the model commits
+/// an edit (the generation moves, the edited skill has no vector, its old one stays); the stage
+/// answers from that state; then a sync with the model commits the vectors alone: one added,
+/// one dropped, so neither the generation nor the row count moves. The stage must score the
+/// new vector, as a fresh process does.
+#[test]
+fn a_stage_follows_a_commit_that_only_swaps_a_vector() {
+    let Some(model) = model() else { return };
+    let h = Home::new();
+    h.skill(
+        "sea/tides",
+        "tide-tables",
+        "Look up high and low tide times for a harbour",
+    );
+    h.skill(
+        "dev/git",
+        "git-helper",
+        "Commit, branch and rebase with git",
+    );
+    h.skill(
+        "docs/pdf",
+        "pdf-tools",
+        "Fill PDF forms and merge PDF files",
+    );
+    sync_semantic(&h, &model);
+    let query = "港の満潮は何時ですか";
+    let stage = hybrid(&model, false);
+    let cosine = |opts: &SearchOptions| {
+        skillidx::Index::open(&h.db())
+            .unwrap()
+            .explain("default", query, "tide-tables", opts)
+            .unwrap()
+            .and_then(|ex| ex.semantic)
+            .and_then(|s| s.cosine)
+    };
+    let first = cosine(&stage);
+    assert!(first.is_some(), "the stage has every vector");
+    // The edit, lexically: tide-tables is now about something else, with no vector yet.
+    h.skill(
+        "sea/tides",
+        "tide-tables",
+        "Bake sourdough bread with a starter",
+    );
+    let r = h.sync();
+    assert_eq!(r.updated, 1);
+    assert_eq!(cosine(&stage), None, "no vector for the new bytes yet");
+    let rows = stored(&h).0.len();
+    // The vectors alone: the new one in, the old one out.
+    let r = sync_semantic(&h, &model);
+    assert!(r.committed && r.embedded == 1 && r.updated == 0, "{r:?}");
+    assert_eq!(stored(&h).0.len(), rows, "as many rows as before");
+    let fresh = cosine(&hybrid(&model, false));
+    assert!(fresh.is_some());
+    assert_ne!(fresh, first, "the new text has another vector");
+    assert_eq!(
+        cosine(&stage),
+        fresh,
+        "the long-lived stage scores the vector a fresh process scores"
+    );
 }
 
 #[test]

@@ -54,9 +54,11 @@ pub struct SemanticStage {
 /// Which index state a [`Matrix`] was read from: the file, the profile, its generation (moved
 /// by every commit that changes the manifest) with the start of the sync that made it (a new
 /// file that replaced a damaged one, or a profile made again, starts its generations over),
-/// and the number of rows of the vectors table (moved by a commit that only adds or drops
-/// vectors). Vectors of another model are never read into one (see `Snapshot::cosines`).
-type MatrixKey = (std::path::PathBuf, String, u64, i64, u64);
+/// the vectors stamp (moved by every commit that writes vectors, even one that adds a vector
+/// and drops another) and the number of rows of the vectors table (for a file whose vectors
+/// an older build wrote, which kept no stamp). Vectors of another model are never read into
+/// one (see `Snapshot::cosines`).
+type MatrixKey = (std::path::PathBuf, String, u64, i64, u64, u64);
 
 /// Every stored vector of an indexed document, decoded once per index state: a query then
 /// scores them without reading the manifest or the vectors table again.
@@ -296,6 +298,7 @@ impl Snapshot<'_> {
             self.profile.clone(),
             self.stats.generation,
             self.stats.synced_at_ns,
+            crate::sync::embed::stamp(vectors).map_err(|e| self.store.err(e))?,
             vectors.len().map_err(|e| self.store.err(e))?,
         );
         let cached = stage

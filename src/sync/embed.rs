@@ -25,6 +25,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// is not 32 bytes long, so it cannot be a content hash.
 pub const MODEL_KEY: &[u8] = b"#model";
 
+/// The key of the row counting the commits that wrote vectors (u64, little-endian): a
+/// process that keeps the decoded vectors between queries keys them with it, since a commit
+/// that only adds one vector and drops another moves neither the generation nor the count.
+pub const STAMP_KEY: &[u8] = b"#stamp";
+
+/// The vectors stamp stored in `t` (0 when none was ever written).
+pub fn stamp(
+    t: &impl ReadableTable<&'static [u8], &'static [u8]>,
+) -> Result<u64, redb::StorageError> {
+    Ok(t.get(STAMP_KEY)?
+        .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+        .map_or(0, u64::from_le_bytes))
+}
+
 /// How much of a skill's text is embedded, in characters: the model has no length limit
 /// and costs time linear in the tokens, so a pathological description must not cost
 /// seconds.
@@ -35,7 +49,8 @@ pub fn table_name(profile: &str) -> String {
     format!("profile.{profile}.vectors")
 }
 
-/// content hash (32 bytes) → the int8 vector (512 bytes); [`MODEL_KEY`] → fingerprint.
+/// content hash (32 bytes) → the int8 vector (512 bytes); [`MODEL_KEY`] → fingerprint;
+/// [`STAMP_KEY`] → the vectors stamp.
 pub fn table(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
     TableDefinition::new(name)
 }
@@ -241,6 +256,9 @@ pub fn write(
         Err(_) => true,
     })
     .map_err(|e| store.err(e))?;
+    let next = stamp(&t).map_err(|e| store.err(e))?.wrapping_add(1);
+    t.insert(STAMP_KEY, next.to_le_bytes().as_slice())
+        .map_err(|e| store.err(e))?;
     Ok(())
 }
 
