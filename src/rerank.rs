@@ -106,6 +106,9 @@ pub enum Outcome {
     HttpError,
     /// The endpoint could not be reached (refused, DNS, TLS, reset).
     NetworkError,
+    /// The endpoint answered with a redirect, which is not followed: following it would
+    /// send the API key to wherever `Location` names.
+    Redirect,
     /// The endpoint answered, but not with a usable order ([`ReplyError`]).
     BadReply,
     /// Anything else that went wrong in the plugin.
@@ -114,13 +117,14 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in report order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Ok,
         Outcome::Skipped,
         Outcome::NoKey,
         Outcome::Timeout,
         Outcome::HttpError,
         Outcome::NetworkError,
+        Outcome::Redirect,
         Outcome::BadReply,
         Outcome::Error,
     ];
@@ -134,6 +138,7 @@ impl Outcome {
             Outcome::Timeout => "timeout",
             Outcome::HttpError => "http_error",
             Outcome::NetworkError => "network_error",
+            Outcome::Redirect => "redirect",
             Outcome::BadReply => "bad_reply",
             Outcome::Error => "error",
         }

@@ -41,6 +41,8 @@ class Endpoint:
         self.content = "[]"
         self.delay = 0.0
         self.status = 200
+        # (status, Location): answer every request with this redirect instead.
+        self.redirect: Optional[tuple] = None
         self.requests: List[Dict[str, Any]] = []
         stub = self
 
@@ -50,10 +52,22 @@ class Endpoint:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
             def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(n).decode("utf-8")) if n else None
                 stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                if stub.redirect is not None:
+                    self.send_response(stub.redirect[0])
+                    self.send_header("Location", stub.redirect[1])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 time.sleep(stub.delay)
                 if stub.status != 200:
                     obj: Any = {"error": {"message": "stub failure", "type": "server_error"}}
@@ -272,6 +286,30 @@ def test_an_http_error_fails_open(setup: Any, endpoint: Endpoint, log: Path, cap
     # The same failure is logged once, not every turn.
     warned = [r for r in caplog.records if "reranker kept the engine's order" in r.getMessage()]
     assert len(warned) == 1
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_not_followed_and_the_key_stays_home(
+    setup: Any, endpoint: Endpoint, log: Path, status: int
+) -> None:
+    """An endpoint answering a redirect to another host: nothing reaches that host (urllib
+    would re-send ``Authorization`` there, as a GET for 301-303), its reply is never taken as
+    the ranking, the engine's order is injected, and the turn logs ``redirect``."""
+    elsewhere = Endpoint()  # the other host: a second server, reached as "localhost"
+    try:
+        elsewhere.content = '["kubernetes-debugging", "docker-cleanup"]'
+        port = elsewhere.server.server_address[1]
+        endpoint.redirect = (status, "http://localhost:%d/v1/chat/completions" % port)
+        p = setup()
+        out = turn(p)
+        assert out["block"] == engine_block(p)
+        assert len(endpoint.requests) == 1
+        assert elsewhere.requests == [], elsewhere.requests
+        (rec,) = lines(log)
+        assert rec["outcome"] == "redirect", rec
+        assert rec["detail"].startswith("HTTP %d to http://localhost:" % status), rec
+    finally:
+        elsewhere.close()
 
 
 def test_an_unreachable_endpoint_fails_open(setup: Any, log: Path) -> None:

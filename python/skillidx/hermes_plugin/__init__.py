@@ -423,20 +423,31 @@ def _post(url: str, key: str, body: bytes, timeout: float) -> Tuple[str, Any]:
     The whole call (DNS, connect, send, reply) gets ``timeout`` seconds: urllib's own timeout
     bounds each socket operation, not their sum, nor name resolution, so the call runs on a
     daemon thread and is abandoned when late (its socket times out on its own). No retry.
+    A redirect is not followed (urllib would re-send the key to the ``Location`` host): it
+    is the outcome ``redirect``.
     """
     # Imported here: with the reranker off, the plugin loads nothing more than before.
     import urllib.error
     import urllib.request
 
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None  # urllib then raises the 3xx as an HTTPError
+
+    opener = urllib.request.build_opener(NoRedirect)
     out: List[Tuple[str, Any]] = []
 
     def call() -> None:
         req = urllib.request.Request(url, data=body, method="POST", headers={
             "Content-Type": "application/json", "Authorization": "Bearer " + key})
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
+            with opener.open(req, timeout=timeout) as resp:
                 out.append(("ok", resp.read(_REPLY_MAX)))
         except urllib.error.HTTPError as exc:
+            if 300 <= exc.code < 400:
+                out.append(("redirect", "HTTP %d to %s (not followed)"
+                            % (exc.code, exc.headers.get("Location", "?"))))
+                return
             try:
                 text = exc.read(300).decode("utf-8", "replace")
             except Exception:
