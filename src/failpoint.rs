@@ -43,6 +43,12 @@ pub mod names {
     pub const REPLACE_BEFORE_RENAME: &str = "replace-before-rename";
     /// A search has opened its read transaction.
     pub const SEARCH_IN_READ: &str = "search-in-read";
+    /// An open for reading found the file needing a write first (a repair after a killed
+    /// writer, a schema upgrade) and is about to open it for writing.
+    pub const READER_WRITES: &str = "reader-writes";
+    /// `skillidx sync` has synced a profile and is about to print its report, with the
+    /// index open.
+    pub const SYNC_BEFORE_REPORT: &str = "sync-before-report";
 }
 
 /// Reached fail point `name`: does what the test asked for it, if anything.

@@ -5,7 +5,8 @@
 //! sync the same file. [`LiveIndex`] keeps every turn off the sync path:
 //!
 //! - **Queries use a read-only handle** ([`Index::open`]: the lean read cache, no writer,
-//!   nothing written on open). Before each query one `stat` of the index path compares its
+//!   nothing written on open but the repair of a file a killed writer left unclean, or an
+//!   upgrade of an older schema: `Store::open_read`). Before each query one `stat` of the index path compares its
 //!   device and inode with the open handle's. When the file was replaced (`sync --rebuild`
 //!   moved a damaged one aside, a backup was restored), the path is opened again and the
 //!   answers come from the new file. While the new file cannot be opened, the old handle
@@ -439,6 +440,63 @@ fn pump(weak: std::sync::Weak<Inner>) {
             })
             .unwrap_or_else(PoisonError::into_inner);
         *nudged = false;
+    }
+}
+
+/// An [`Index`] for a long-running reader that answers one request at a time (`skillidx
+/// search --batch`), following its path as [`LiveIndex`] does: before each request one
+/// `stat` compares the file at the path with the open one, and a file replaced (by `sync
+/// --rebuild`, a restored backup) is opened again, as is the same file after a request
+/// found it damaged (a redb handle that met an I/O error answers nothing more). A
+/// replacement that cannot be opened (yet) leaves the held file answering; a damaged one
+/// that cannot be opened again makes that error the request's answer, and the next request
+/// tries again.
+pub struct Followed {
+    db: PathBuf,
+    index: Option<Index>,
+    id: Option<Stamp>,
+    suspect: bool,
+}
+
+impl Followed {
+    /// Follows `db`, already opened as `index`.
+    pub fn new(db: PathBuf, index: Index) -> Followed {
+        Followed {
+            id: Stamp::of(&db),
+            db,
+            index: Some(index),
+            suspect: false,
+        }
+    }
+
+    /// Runs `f` on the index at the path, opened again first when it was replaced or found
+    /// damaged.
+    pub fn with<T>(&mut self, f: impl FnOnce(&Index) -> Result<T, Error>) -> Result<T, Error> {
+        let now = Stamp::of(&self.db);
+        let replaced = match (&now, &self.id) {
+            (Some(now), Some(then)) => !now.same_file(then),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if replaced || self.suspect || self.index.is_none() {
+            match Index::open(&self.db) {
+                Ok(index) => {
+                    (self.index, self.id, self.suspect) = (Some(index), now, false);
+                }
+                // Replaced by a file that cannot be opened (yet): the one held answers, as
+                // in a `LiveIndex`.
+                Err(_) if !self.suspect && self.index.is_some() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let Some(index) = &self.index else {
+            return Err(StoreError::Missing(self.db.clone()).into());
+        };
+        let out = f(index);
+        if let Err(Error::Store(e)) = &out {
+            self.suspect = e.is_damage();
+        }
+        out
     }
 }
 

@@ -1,10 +1,12 @@
 //! `skillidx search --batch` answers each JSON request line with one JSON line that echoes
 //! the request's `id` (any JSON value), so scripts need not rely on the order of answers;
-//! a request that fails gets an error line with its id too.
+//! a request that fails gets an error line with its id too. A line that is not UTF-8 gets
+//! an error line of its own and the batch goes on; a batch outlives a damaged index file
+//! that `sync --rebuild` replaces.
 
 mod common;
 use common::*;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
 #[test]
@@ -53,4 +55,115 @@ fn every_answer_echoes_its_request_id() {
     assert!(answers[3]["error"].is_string());
     assert!(answers[4].get("id").is_none());
     assert_eq!(answers[4]["hits"][0]["id"], "alpha");
+}
+
+#[test]
+fn a_line_that_is_not_utf8_gets_its_own_error_and_the_batch_goes_on() {
+    let h = Home::new();
+    h.skill("c/alpha", "alpha", "about the alpha wombat");
+    assert!(bin()
+        .args(["sync", "--home"])
+        .arg(h.path())
+        .status()
+        .unwrap()
+        .success());
+    let mut child = bin()
+        .args(["search", "--batch", "--home"])
+        .arg(h.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"query\":\"\xff\"}\n{\"id\": 2, \"query\":\"wombat\"}\n\xc3\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let answers: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert!(answers[0]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("line 1: not valid UTF-8"));
+    assert_eq!(answers[1]["id"], 2);
+    assert_eq!(answers[1]["hits"][0]["id"], "alpha");
+    assert!(answers[2]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("line 3: not valid UTF-8"));
+}
+
+/// A batch running while its index file is truncated, then rebuilt: the damage is an
+/// answer that says to rebuild, and once `sync --rebuild` has replaced the file, the same
+/// batch answers from the new one (it never repeats "Previous I/O error" forever).
+#[test]
+fn a_batch_outlives_a_truncated_index_once_it_is_rebuilt() {
+    let h = Home::new();
+    for i in 0..400 {
+        h.skill(
+            &format!("c{}/s{i}", i % 13),
+            &format!("s{i}"),
+            &format!("skill number {i} about topic{i} and quokka{}", i % 7),
+        );
+    }
+    let sync = |extra: &[&str]| {
+        bin()
+            .arg("sync")
+            .args(extra)
+            .arg("--home")
+            .arg(h.path())
+            .output()
+            .unwrap()
+    };
+    assert!(sync(&[]).status.success());
+    let mut child = bin()
+        .args(["search", "--batch", "--home"])
+        .arg(h.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |q: &str| -> serde_json::Value {
+        writeln!(stdin, "{}", serde_json::json!({ "query": q })).unwrap();
+        stdin.flush().unwrap();
+        serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    assert_eq!(ask("topic7")["hits"][0]["id"], "s7");
+    let len = std::fs::metadata(h.db()).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(h.db())
+        .unwrap()
+        .set_len(len / 8)
+        .unwrap();
+    let mut saw_damage = false;
+    for q in ["topic311", "quokka3 skill", "number 399"] {
+        let a = ask(q);
+        if let Some(e) = a["error"].as_str() {
+            assert!(e.contains("damaged") && e.contains("--rebuild"), "{e}");
+            saw_damage = true;
+        }
+    }
+    assert!(saw_damage, "the truncated file answered every request");
+    let out = sync(&["--rebuild"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (q, want) in [("topic311", "s311"), ("number 399 topic399", "s399")] {
+        let a = ask(q);
+        assert_eq!(a["hits"][0]["id"], want, "{a}");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

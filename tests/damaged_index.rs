@@ -89,6 +89,45 @@ fn a_damaged_index_errors_instead_of_panicking() {
     );
 }
 
+/// A truncated index (a copy cut short, a full disk during a backup) is damage like any
+/// other: every command says so and names `sync --rebuild`, which replaces it.
+#[test]
+fn a_truncated_index_is_damage_with_advice() {
+    let h = Home::new();
+    for i in 0..300 {
+        h.skill(
+            &format!("c/s{i}"),
+            &format!("s{i}"),
+            &format!("skill about topic{i}"),
+        );
+    }
+    assert!(cli(&h, &["sync"]).status.success());
+    let full = std::fs::read(h.db()).unwrap();
+    for cut in [full.len() / 2, full.len() / 8, 20_000] {
+        std::fs::write(h.db(), &full[..cut]).unwrap();
+        for args in [&["search", "topic7"][..], &["list"], &["sync"]] {
+            let out = cli(&h, args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success(),
+                "{cut} {args:?}: answered from a truncated file"
+            );
+            assert!(
+                err.contains("is damaged") && err.contains("`skillidx sync --rebuild`"),
+                "{cut} {args:?}: {err}"
+            );
+        }
+    }
+    let out = cli(&h, &["sync", "--rebuild"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cli(&h, &["search", "topic7"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("s7"));
+}
+
 #[test]
 fn a_foreign_redb_file_is_refused() {
     let h = Home::new();

@@ -135,6 +135,18 @@ pub enum StoreError {
         /// The panic message and where it was raised.
         message: String,
     },
+    /// Reading the file needs a write first (a repair, or a schema upgrade), and the file
+    /// cannot be written here.
+    #[error("the index {path} {need}, which needs write access to it ({source}); run `skillidx sync` once where the file is writable, or `skillidx sync --rebuild`")]
+    NeedsWrite {
+        /// The file.
+        path: PathBuf,
+        /// Why a reader must write: `was left unclean by a process that ended while writing
+        /// it`, `has schema N, older than this skillidx's`.
+        need: String,
+        /// Why it cannot.
+        source: std::io::Error,
+    },
     /// A migration step failed.
     #[error("migrating {path} from schema {from}: {detail}")]
     Migration {
@@ -145,6 +157,21 @@ pub enum StoreError {
         /// What failed.
         detail: String,
     },
+}
+
+impl StoreError {
+    /// Whether the error says the file (or this process's handle on it) is damaged: a
+    /// long-running reader opens the file again before its next request.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Corrupt { .. }
+                | StoreError::Io { .. }
+                | StoreError::Redb { .. }
+                | StoreError::BadRecord { .. }
+                | StoreError::RedbPanic { .. }
+        )
+    }
 }
 
 /// A result with a [`StoreError`].
@@ -180,7 +207,9 @@ impl Store {
     /// Opens an existing index for queries.
     ///
     /// A file left needing repair by a killed sync is repaired through a writable open
-    /// first, since redb refuses to repair from a read-only handle.
+    /// first, since redb refuses to repair from a read-only handle, and so is a file of an
+    /// older schema upgraded: the only opens for reading that write. Where the file cannot
+    /// be written, [`StoreError::NeedsWrite`] says which of the two it needed.
     pub fn open_read(path: &Path) -> Result<Store> {
         contain(path, || Self::open_read_inner(path))
     }
@@ -197,7 +226,16 @@ impl Store {
                 handle: Handle::Read(db),
                 shared: Mutex::default(),
             },
-            Err(redb::DatabaseError::RepairAborted) => return Self::open_write_inner(path, false),
+            Err(redb::DatabaseError::RepairAborted) => {
+                return reader_writes(path)
+                    .and_then(|()| Self::open_write_inner(path, false))
+                    .map_err(|e| {
+                        needs_write(
+                            e,
+                            "was left unclean by a process that ended while writing it",
+                        )
+                    })
+            }
             Err(e) => return Err(map_redb(path, e.into())),
         };
         match store.schema_version()? {
@@ -206,9 +244,16 @@ impl Store {
                 path: path.to_owned(),
                 found,
             }),
-            Some(_) => {
+            Some(found) => {
                 drop(store);
-                Self::open_write_inner(path, false)
+                reader_writes(path)
+                    .and_then(|()| Self::open_write_inner(path, false))
+                    .map_err(|e| {
+                    needs_write(
+                        e,
+                        &format!("has schema {found}, older than this skillidx's ({SCHEMA_VERSION}), and must be upgraded"),
+                    )
+                })
             }
             None => Err(StoreError::NotOurs(path.to_owned())),
         }
@@ -772,6 +817,32 @@ pub fn catch_quietly<T>(f: impl FnOnce() -> T) -> Result<T, (String, String)> {
 
 /// Checks that `path` is absent, empty or starts like a redb file. Returns whether it is
 /// absent or empty.
+/// A reader is about to open the file for writing (fail point [`READER_WRITES`], whose
+/// `error` stands for a file system that refuses the write).
+///
+/// [`READER_WRITES`]: crate::failpoint::names::READER_WRITES
+fn reader_writes(path: &Path) -> Result<()> {
+    crate::failpoint::point(crate::failpoint::names::READER_WRITES).map_err(|source| {
+        StoreError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    })
+}
+
+/// A reader's writable open failed at the I/O level (a read-only file system, no write
+/// permission): says why the reader had to write.
+fn needs_write(e: StoreError, need: &str) -> StoreError {
+    match e {
+        StoreError::Io { path, source } => StoreError::NeedsWrite {
+            path,
+            need: need.to_owned(),
+            source,
+        },
+        other => other,
+    }
+}
+
 fn check_file(path: &Path, may_create: bool) -> Result<bool> {
     use std::io::Read;
     let mut file = match std::fs::File::open(path) {
@@ -836,7 +907,20 @@ fn create_private(path: &Path) -> Result<()> {
 fn map_redb(path: &Path, e: redb::Error) -> StoreError {
     let path = path.to_owned();
     match e {
+        // redb reads pages where the header says they are: a file that ends early was cut.
+        redb::Error::Io(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+            StoreError::Corrupt {
+                path,
+                detail: format!(
+                    "the file ends before its data does, as a truncated copy does: {source}"
+                ),
+            }
+        }
         redb::Error::Io(source) => StoreError::Io { path, source },
+        redb::Error::PreviousIo => StoreError::Corrupt {
+            path,
+            detail: "an earlier read of it failed in this process".into(),
+        },
         redb::Error::Corrupted(detail) => StoreError::Corrupt { path, detail },
         redb::Error::UpgradeRequired(v) => StoreError::Corrupt {
             path,
