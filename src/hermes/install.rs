@@ -25,6 +25,14 @@ pub enum HermesError {
     /// The index could not be read.
     #[error(transparent)]
     Index(Box<crate::Error>),
+    /// The plugin folder, or a file in it, is a symbolic link.
+    #[error("{path} leads to {target}: skillidx writes the plugin only into a folder of its own under the profile home, never through a link (which could lead into another user's files); remove the link, or install the plugin there by hand")]
+    Linked {
+        /// The link.
+        path: PathBuf,
+        /// Where it leads.
+        target: PathBuf,
+    },
     /// `config.yaml` has a shape this tool does not edit by hand.
     #[error(
         "cannot edit {path} safely ({detail}); run `hermes plugins {verb} {PLUGIN_NAME}` instead"
@@ -97,6 +105,17 @@ fn read_config(config: &Path) -> Result<Option<String>, HermesError> {
 pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
     let dir = profile.home.join("plugins").join(PLUGIN_NAME);
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    own_folder(&profile.home, &dir)?;
+    for name in PLUGIN_FILES
+        .map(|(name, _)| name)
+        .into_iter()
+        .chain([INSTALL_RECORD])
+    {
+        let path = dir.join(name);
+        if let Ok(target) = std::fs::read_link(&path) {
+            return Err(HermesError::Linked { path, target });
+        }
+    }
     let mut files_changed = false;
     for (name, text) in PLUGIN_FILES {
         let path = dir.join(name);
@@ -135,6 +154,25 @@ pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
         config_changed,
         files_changed,
     })
+}
+
+/// Refuses a plugin folder that is not where it seems: `plugins/` or the folder itself a
+/// link (`ln -s /elsewhere plugins/skill-retrieval`), so that an install, perhaps run by
+/// root for another user's home, never writes through it.
+fn own_folder(home: &Path, dir: &Path) -> Result<(), HermesError> {
+    let real = std::fs::canonicalize(dir).map_err(io(dir))?;
+    let expected = std::fs::canonicalize(home)
+        .map_err(io(home))?
+        .join("plugins")
+        .join(PLUGIN_NAME);
+    if real == expected {
+        Ok(())
+    } else {
+        Err(HermesError::Linked {
+            path: dir.to_owned(),
+            target: real,
+        })
+    }
 }
 
 /// Removes the plugin from `plugins.enabled` and deletes its folder. When config.yaml is
@@ -178,9 +216,13 @@ pub fn uninstall(profile: &Profile) -> Result<InstallReport, HermesError> {
         }
         (None, None) => {}
     }
-    let files_changed = dir.exists();
+    // A linked folder loses its link only: what it leads to is not ours to delete.
+    let files_changed = std::fs::symlink_metadata(&dir).is_ok();
     if files_changed {
-        std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        match std::fs::read_link(&dir) {
+            Ok(_) => std::fs::remove_file(&dir).map_err(io(&dir))?,
+            Err(_) => std::fs::remove_dir_all(&dir).map_err(io(&dir))?,
+        }
     }
     Ok(InstallReport {
         profile: profile.name.clone(),
@@ -699,6 +741,44 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn install_never_writes_through_a_linked_plugin_folder() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let home = t.path().join("home");
+        std::fs::create_dir_all(home.join("skills")).expect("mkdir");
+        std::fs::create_dir_all(home.join("plugins")).expect("mkdir");
+        let elsewhere = t.path().join("someone-elses");
+        std::fs::create_dir_all(&elsewhere).expect("mkdir");
+        std::fs::write(elsewhere.join("__init__.py"), "theirs").expect("write");
+        let link = home.join("plugins").join(PLUGIN_NAME);
+        std::os::unix::fs::symlink(&elsewhere, &link).expect("symlink");
+        let profile = Root::locate(Some(&home))
+            .expect("root")
+            .profile("default")
+            .expect("profile");
+        let e = install(&profile).expect_err("a linked folder is refused");
+        assert!(matches!(e, HermesError::Linked { .. }), "{e}");
+        assert!(e.to_string().contains("never through a link"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("__init__.py")).expect("read"),
+            "theirs"
+        );
+        assert!(!home.join("config.yaml").exists());
+        // Uninstall removes the link, not what it leads to.
+        uninstall(&profile).expect("uninstall");
+        assert!(std::fs::symlink_metadata(&link).is_err());
+        assert!(elsewhere.join("__init__.py").exists());
+        // A linked file in a real folder is refused too.
+        std::fs::create_dir_all(&link).expect("mkdir");
+        std::os::unix::fs::symlink(elsewhere.join("__init__.py"), link.join("__init__.py"))
+            .expect("symlink");
+        assert!(matches!(install(&profile), Err(HermesError::Linked { .. })));
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("__init__.py")).expect("read"),
+            "theirs"
+        );
+    }
+
     #[test]
     fn replace_keeps_mode_and_follows_symlinks() {
         use std::os::unix::fs::PermissionsExt;
