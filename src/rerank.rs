@@ -910,7 +910,7 @@ mod tests {
             assert!(user.contains(&format!("{}. {}: ", i + 1, h.id)), "{user}");
         }
         assert!(user.contains(crate::safety::REMOVED), "{user}");
-        assert!(!user.contains("Ignore all previous"));
+        assert!(!user.contains("Ignore all previous") && !user.contains("alpha things"));
         assert!(user.matches('q').count() <= QUERY_PROMPT_CHARS);
     }
 
