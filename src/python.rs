@@ -269,6 +269,23 @@ struct PyIndex {
     live: LiveIndex,
     /// Why the semantic stage asked for is off (`None` when it is on or was not asked for).
     semantic_error: Option<String>,
+    /// The Hermes sessions this index serves, with what each one's block lists.
+    sessions: crate::hermes::Sessions,
+}
+
+/// The allow-list a call asks for: the session's (kept by [`PyIndex::allow`]), or explicit
+/// pairs; `None` when neither is known (the engine's own rules decide).
+fn allow_list(
+    sessions: &crate::hermes::Sessions,
+    session: Option<&str>,
+    allowed: Option<Vec<(String, String)>>,
+) -> Option<std::sync::Arc<crate::hermes::Allowed>> {
+    match allowed {
+        Some(pairs) => Some(std::sync::Arc::new(crate::hermes::Allowed::from_pairs(
+            pairs,
+        ))),
+        None => session.and_then(|s| sessions.allowed(s)),
+    }
 }
 
 /// Loads the semantic model for `Index(semantic=True)`: `None` when it is on, else why
@@ -359,7 +376,7 @@ impl PyIndex {
         &self,
         query: &str,
         opts: &SearchOptions,
-        allowed: Option<&[(String, String)]>,
+        allowed: Option<&crate::hermes::Allowed>,
         n: usize,
         min_score_ratio: f64,
     ) -> Result<Vec<crate::search::Hit>, Failure> {
@@ -411,6 +428,7 @@ impl PyIndex {
             Ok(PyIndex {
                 live,
                 semantic_error,
+                sessions: Default::default(),
             })
         })
     }
@@ -503,10 +521,11 @@ impl PyIndex {
     /// hits, those under `min_score_ratio` of the best dropped, the first `inject_k` kept;
     /// ids in `shown` are named rather than described. `None` when nothing matches.
     ///
-    /// `allowed`: the session's `(category, name)` pairs as Hermes' own `<available_skills>`
-    /// block lists them ([`listed_skills`]); when given, `3 × inject_k` hits (at least `k`)
-    /// are fetched and only those the block lists are kept, before the floor and `inject_k`.
-    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75, allowed=None))]
+    /// `session`: a session id whose allow-list [`PyIndex::allow`] keeps (what Hermes' own
+    /// `<available_skills>` block lists in it), or `allowed`, explicit `(category, name)`
+    /// pairs; when either is known, `3 × inject_k` hits (at least `k`) are fetched and only
+    /// listed ones are kept, before the floor and `inject_k`.
+    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75, allowed=None, session=None))]
     #[allow(clippy::too_many_arguments)]
     fn retrieve(
         &self,
@@ -521,7 +540,9 @@ impl PyIndex {
         k1: f64,
         b: f64,
         allowed: Option<Vec<(String, String)>>,
+        session: Option<String>,
     ) -> PyResult<Option<String>> {
+        let allowed = allow_list(&self.sessions, session.as_deref(), allowed);
         let inject_k = inject_k.unwrap_or(k).min(k);
         let fetch = match &allowed {
             Some(_) => k.max(inject_k.saturating_mul(3)),
@@ -537,10 +558,10 @@ impl PyIndex {
     }
 
     /// The reranker's candidates for `query`: the hits `retrieve` would choose from, `n` deep
-    /// instead of `inject_k` (relevance floor, `allowed` pairs and `min_score_ratio` applied
-    /// the same way), in the engine's order. The first `inject_k` of them are what `retrieve`
-    /// injects, so failing open to this order changes nothing.
-    #[pyo3(signature = (query, n=crate::rerank::DEFAULT_TOP_N, min_score_ratio=0.25, platform=None, ranking="default", k1=1.5, b=0.75, allowed=None))]
+    /// instead of `inject_k` (relevance floor, the session's or `allowed` pairs and
+    /// `min_score_ratio` applied the same way), in the engine's order. The first `inject_k`
+    /// of them are what `retrieve` injects, so failing open to this order changes nothing.
+    #[pyo3(signature = (query, n=crate::rerank::DEFAULT_TOP_N, min_score_ratio=0.25, platform=None, ranking="default", k1=1.5, b=0.75, allowed=None, session=None))]
     #[allow(clippy::too_many_arguments)]
     fn candidates(
         &self,
@@ -553,7 +574,9 @@ impl PyIndex {
         k1: f64,
         b: f64,
         allowed: Option<Vec<(String, String)>>,
+        session: Option<String>,
     ) -> PyResult<Vec<PyHit>> {
+        let allowed = allow_list(&self.sessions, session.as_deref(), allowed);
         // As `retrieve` over-fetches when it filters by `allowed`.
         let fetch = match &allowed {
             Some(_) => n.saturating_mul(3),
@@ -563,6 +586,85 @@ impl PyIndex {
         detached(py, || {
             let hits = self.plugin_hits(&query, &opts, allowed.as_deref(), n, min_score_ratio)?;
             Ok(hits.into_iter().map(PyHit::from).collect())
+        })
+    }
+
+    /// Reads what the `<available_skills>` blocks of `system` (the request's system text)
+    /// list for the session `session`, trusting only whole renderings of skills the engine
+    /// offers with the session's `tools` and `toolsets` (when the request told them), and
+    /// keeps it as the session's allow-list for `retrieve`, `candidates` and
+    /// `filter_retrieved`. Returns how many skills it lists. Read once per index state,
+    /// block and tools; the last 256 sessions are remembered.
+    #[pyo3(signature = (session, system, tools=None, toolsets=None))]
+    fn allow(
+        &self,
+        py: Python<'_>,
+        session: String,
+        system: String,
+        tools: Option<Vec<String>>,
+        toolsets: Option<Vec<String>>,
+    ) -> PyResult<usize> {
+        detached(py, || {
+            let tools = tools.map(|t| {
+                (
+                    t.into_iter().collect(),
+                    toolsets.unwrap_or_default().into_iter().collect(),
+                )
+            });
+            Ok(self
+                .sessions
+                .allow(&self.live, &session, &system, tools)?
+                .len())
+        })
+    }
+
+    /// The request's system texts, `texts`, after [`PyIndex::allow`] has read them (joined by
+    /// newlines) for `session`: with `compact`, each `<available_skills>` block rewritten to
+    /// names only, from what was read (so lines a description forged are gone too).
+    #[pyo3(signature = (session, texts, tools=None, toolsets=None, compact=true))]
+    fn rewrite_system(
+        &self,
+        py: Python<'_>,
+        session: String,
+        texts: Vec<String>,
+        tools: Option<Vec<String>>,
+        toolsets: Option<Vec<String>>,
+        compact: bool,
+    ) -> PyResult<Vec<String>> {
+        detached(py, || {
+            let tools = tools.map(|t| {
+                (
+                    t.into_iter().collect(),
+                    toolsets.unwrap_or_default().into_iter().collect(),
+                )
+            });
+            Ok(self
+                .sessions
+                .rewrite(&self.live, &session, &texts, tools, compact)?)
+        })
+    }
+
+    /// The `(category, name)` pairs the session's allow-list holds (`None` before the
+    /// session's first request was seen), sorted.
+    fn allowed(&self, session: &str) -> Option<Vec<(String, String)>> {
+        self.sessions.allowed(session).map(|a| a.pairs())
+    }
+
+    /// `text` with every retrieved-skills block keeping only the entries the session's
+    /// allow-list holds, at most `inject_k`; a block left empty is removed, and with no
+    /// allow-list known for the session every block is. Deterministic and idempotent.
+    fn filter_retrieved(
+        &self,
+        py: Python<'_>,
+        text: String,
+        session: String,
+        inject_k: usize,
+    ) -> PyResult<String> {
+        detached(py, || {
+            let allowed = self.sessions.allowed(&session).unwrap_or_default();
+            Ok(crate::hermes::filter_retrieved_blocks(
+                &text, &allowed, inject_k,
+            ))
         })
     }
 
@@ -643,7 +745,9 @@ fn injected_ids(text: &str) -> PyResult<Vec<String>> {
 }
 
 /// The `(category, name)` pairs listed by every `<available_skills>` block of `text` (Hermes'
-/// own block, before or after compaction): the session's allow-list.
+/// own block, before or after compaction), read line by line: a description holding lines
+/// of the block's shape forges pairs here. The plugin reads the block with `Index.allow`,
+/// which trusts only what Hermes could have written for an offered skill.
 #[pyfunction]
 fn listed_skills(py: Python<'_>, text: String) -> PyResult<Vec<(String, String)>> {
     detached(py, || Ok(crate::compact::listed_skills(&text)))
@@ -659,6 +763,7 @@ fn filter_retrieved_blocks(
     inject_k: usize,
 ) -> PyResult<String> {
     detached(py, || {
+        let allowed = crate::hermes::Allowed::from_pairs(allowed);
         Ok(crate::hermes::filter_retrieved_blocks(
             &text, &allowed, inject_k,
         ))

@@ -44,7 +44,7 @@
 use crate::freshness::{Freshness, DEFAULT_TTL};
 use crate::home::{Profile, Root};
 use crate::offer::Session;
-use crate::search::{Explanation, Hit, SearchOptions, Snapshot};
+use crate::search::{Explanation, Hit, Offered, SearchOptions, Snapshot};
 use crate::store::{self, StoreError};
 use crate::sync::{SyncOptions, SyncReport};
 use crate::{Error, Index, ProfileStats, SkillEntry};
@@ -443,6 +443,27 @@ fn pump(weak: std::sync::Weak<Inner>) {
     }
 }
 
+/// Which commit of a profile a snapshot shows: its generation (moved by every commit that
+/// changes it) and the start of the sync that made it (a rebuilt file, or a profile made
+/// again, starts its generations over). What is derived from one state is valid until the
+/// state changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct IndexState {
+    /// The profile's generation.
+    pub generation: u64,
+    /// When the sync that committed it started (ns since the epoch).
+    pub synced_at_ns: i64,
+}
+
+impl IndexState {
+    fn of(stats: &crate::store::records::CorpusStats) -> IndexState {
+        IndexState {
+            generation: stats.generation,
+            synced_at_ns: stats.synced_at_ns,
+        }
+    }
+}
+
 /// An [`Index`] for a long-running reader that answers one request at a time (`skillidx
 /// search --batch`), following its path as [`LiveIndex`] does: before each request one
 /// `stat` compares the file at the path with the open one, and a file replaced (by `sync
@@ -738,6 +759,24 @@ impl LiveIndex {
         let opts = self.with_session(opts);
         self.inner.with_view(|store, txn| {
             Snapshot::open(store, txn, profile)?.explain(query, skill, &opts)
+        })
+    }
+
+    /// What Hermes' block lists in `session` (every skill offered there, sorted by category
+    /// and name), from the latest snapshot, with the index state it was read from.
+    pub fn offered(&self, session: &Session) -> Result<(IndexState, Vec<Offered>), Error> {
+        let profile = &self.inner.profile.name;
+        self.inner.with_view(|store, txn| {
+            let snap = Snapshot::open(store, txn, profile)?;
+            Ok((IndexState::of(snap.stats()), snap.offered(session)?))
+        })
+    }
+
+    /// The index state of the latest snapshot (which commit of the profile it shows).
+    pub fn state(&self) -> Result<IndexState, Error> {
+        let profile = &self.inner.profile.name;
+        self.inner.with_view(|store, txn| {
+            Ok(IndexState::of(Snapshot::open(store, txn, profile)?.stats()))
         })
     }
 

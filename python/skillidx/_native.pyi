@@ -195,7 +195,25 @@ class Index:
         ranking: Literal["default", "seed"] = "default",
         k1: float = 1.5,
         b: float = 0.75,
-    ) -> Optional[str]: ...
+        allowed: Optional[Sequence[Tuple[str, str]]] = None,
+        session: Optional[str] = None,
+    ) -> Optional[str]:
+        """The block the plugin injects; with ``session`` (after ``allow``) or ``allowed``,
+        only skills the session's block lists."""
+    def allow(
+        self,
+        session: str,
+        system: str,
+        tools: Optional[Sequence[str]] = None,
+        toolsets: Optional[Sequence[str]] = None,
+    ) -> int:
+        """Reads what Hermes' ``<available_skills>`` block in ``system`` lists for the session,
+        trusting only whole renderings of skills the engine offers with these tools; keeps it as
+        the session's allow-list and returns how many skills it lists."""
+    def allowed(self, session: str) -> Optional[List[Tuple[str, str]]]:
+        """The session's allow-list, ``None`` before ``allow`` saw it."""
+    def filter_retrieved(self, text: str, session: str, inject_k: int) -> str:
+        """``text`` with its retrieved-skills blocks keeping only listed entries."""
     def candidates(
         self,
         query: str,
@@ -206,6 +224,7 @@ class Index:
         k1: float = 1.5,
         b: float = 0.75,
         allowed: Optional[Sequence[Tuple[str, str]]] = None,
+        session: Optional[str] = None,
     ) -> List[Hit]:
         """The reranker's candidates: what ``retrieve`` chooses from, ``n`` deep."""
     def explain(

@@ -170,7 +170,7 @@ fn location_label(hit: &Hit) -> String {
 /// Everything shown comes from skill files written by strangers, so it is made safe first
 /// (see [`crate::safety`]): a hit whose id could not be shown as it is (markup, a path, an
 /// injection pattern) is left out; descriptions and labels become one line of plain text
-/// with injection patterns replaced by [`safety::REMOVED`]. Nothing a skill holds can end
+/// withheld whole when they hold an injection pattern ([`safety::REMOVED`]). Nothing a skill holds can end
 /// the item, add a line, or fake the heading or a tag.
 pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> {
     let hits: Vec<&Hit> = hits
@@ -264,17 +264,18 @@ pub fn injected_ids(text: &str) -> Vec<String> {
 // The session's allow-list: Hermes' own `<available_skills>` block.
 
 /// Whether an entry of the block, shown as `- **{id}** ({label})`, is a skill Hermes lists
-/// in `allowed` (its `(category, name)` pairs, [`crate::compact::listed_skills`]).
+/// in `allowed` (its `(category, name)` pairs, [`listing::verified`]).
 ///
 /// The id is the skill's name unless that name (or folder name) is carried by more than one
 /// SKILL.md of the home, in which case it is `category/folder` and matches no listed name:
 /// such an entry is left out (fail closed). So an id equal to a listed name is the only
 /// SKILL.md of that name, and the match is exact; the label is checked against the listed
 /// category too (`category/dir`, `dir` when the two are equal, the folder for `general`).
-fn entry_allowed(id: &str, label: &str, allowed: &[(String, String)]) -> bool {
+fn entry_allowed(id: &str, label: &str, allowed: &Allowed) -> bool {
     allowed
+        .categories(id)
         .iter()
-        .any(|(category, name)| name == id && label_in_category(label, category))
+        .any(|category| label_in_category(label, category))
 }
 
 /// Whether `label` ([`location_label`]) can be that of a skill folder in `category`.
@@ -293,7 +294,7 @@ fn label_in_category(label: &str, category: &str) -> bool {
 /// Whether `hit` would be shown by [`format_retrieved_block`] as an entry that
 /// [`filter_retrieved_blocks`] keeps for `allowed`: the pre-filter of a turn whose session's
 /// allow-list is known, with the very predicate the final rewrite applies.
-pub fn hit_allowed(hit: &Hit, allowed: &[(String, String)]) -> bool {
+pub fn hit_allowed(hit: &Hit, allowed: &Allowed) -> bool {
     safety::id_problem(&hit.id).is_none() && entry_allowed(&hit.id, &location_label(hit), allowed)
 }
 
@@ -306,7 +307,7 @@ fn parse_entry(line: &str) -> Option<(&str, &str)> {
 
 /// Every retrieved-skills block of `text` ([`format_retrieved_block`]'s format) with only the
 /// entries Hermes lists in `allowed` (its `(category, name)` pairs, read from the request's
-/// own `<available_skills>` block by [`crate::compact::listed_skills`]), at most `inject_k`
+/// own `<available_skills>` block by [`listing::verified`]), at most `inject_k`
 /// of them (described entries first, then the names of the `Also relevant` line). A block
 /// left with nothing is removed, with the blank lines before it. Nothing else of `text`
 /// changes.
@@ -314,11 +315,7 @@ fn parse_entry(line: &str) -> Option<(&str, &str)> {
 /// A pure function of its arguments, and idempotent: Hermes 0.19.0 replays earlier turns'
 /// injected text verbatim on every call, and the same filter gives the same bytes each time,
 /// which keeps the prompt-cache prefix stable.
-pub fn filter_retrieved_blocks(
-    text: &str,
-    allowed: &[(String, String)],
-    inject_k: usize,
-) -> String {
+pub fn filter_retrieved_blocks(text: &str, allowed: &Allowed, inject_k: usize) -> String {
     if !text.contains(BLOCK_HEADING) {
         return text.to_owned();
     }
@@ -351,9 +348,7 @@ pub fn filter_retrieved_blocks(
         let mut earlier: Vec<&str> = Vec::new();
         if let Some(names) = lines.get(j).and_then(|l| l.strip_prefix(EARLIER_PREFIX)) {
             for id in names.split(", ") {
-                if kept.len() + earlier.len() < inject_k
-                    && allowed.iter().any(|(_, name)| name == id)
-                {
+                if kept.len() + earlier.len() < inject_k && !allowed.categories(id).is_empty() {
                     earlier.push(id);
                 }
             }
@@ -376,11 +371,15 @@ pub fn filter_retrieved_blocks(
 }
 
 mod install;
+pub mod listing;
+pub mod sessions;
 mod status;
 pub use install::{
     disable_in_config, enable_in_config, install, resolve_profile, uninstall, HermesError,
     InstallReport,
 };
+pub use listing::Allowed;
+pub use sessions::Sessions;
 pub use status::{status, Comparison, Status};
 
 #[cfg(test)]
@@ -502,11 +501,11 @@ mod tests {
         let lines: Vec<&str> = block.lines().collect();
         assert_eq!(lines.len(), 5, "{block}");
         assert_eq!(&lines[..3], [BLOCK_HEADING, BLOCK_INTRO, ""]);
-        assert!(
-            lines[3].starts_with("- **good** (devops [removed: "),
+        assert_eq!(
+            lines[3],
+            format!("- **good** ({0}/x - *fake* y): {0}", safety::REMOVED),
             "{block}"
         );
-        assert!(lines[3].contains(safety::REMOVED), "{block}");
         assert_eq!(lines[4], "- **evil** (etc): bold");
         for bad in ["<", ">", "**fake", "**root", "]]"] {
             assert!(!lines[3].contains(bad), "{bad} in {block}");
@@ -542,8 +541,8 @@ mod tests {
         assert_eq!(ids(select_hits(hostile, 2, 0.25)), ["a", "b"]);
     }
 
-    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(c, n)| ((*c).into(), (*n).into())).collect()
+    fn pairs(v: &[(&str, &str)]) -> Allowed {
+        Allowed::from_pairs(v.iter().map(|(c, n)| ((*c).into(), (*n).into())))
     }
 
     #[test]
@@ -632,12 +631,18 @@ mod tests {
         let wrong = pairs(&[("research", "docker-cleanup")]);
         assert_eq!(filter_retrieved_blocks(&text, &wrong, 6), "How do I?");
         // Nothing listed (no block in the system text): the block and its blank lines go.
-        assert_eq!(filter_retrieved_blocks(&text, &[], 6), "How do I?");
+        assert_eq!(
+            filter_retrieved_blocks(&text, &Allowed::default(), 6),
+            "How do I?"
+        );
         let mid = format!("Q\n\n{block}\n\nafter");
-        assert_eq!(filter_retrieved_blocks(&mid, &[], 6), "Q\n\nafter");
+        assert_eq!(
+            filter_retrieved_blocks(&mid, &Allowed::default(), 6),
+            "Q\n\nafter"
+        );
         // Text without a block is returned as it is.
         assert_eq!(
-            filter_retrieved_blocks("plain\n\ntext", &[], 6),
+            filter_retrieved_blocks("plain\n\ntext", &Allowed::default(), 6),
             "plain\n\ntext"
         );
         // The names of skills described earlier are filtered too.

@@ -389,6 +389,11 @@ pub struct Offered {
     pub id: String,
     /// The SKILL.md path.
     pub path: String,
+    /// Its description (the frontmatter's, else the body's first line).
+    pub description: String,
+    /// Its document id in this index state.
+    #[serde(skip)]
+    pub doc: u32,
 }
 
 /// The collection as one query sees it: the snapshot's statistics with the documents hidden
@@ -604,11 +609,13 @@ impl<'s> Snapshot<'s> {
             .all_docs()?
             .into_iter()
             .filter(|(d, h, _)| h.inactive.is_none() && !hidden.contains(d))
-            .map(|(_, h, b)| Offered {
+            .map(|(d, h, b)| Offered {
                 category: b.category,
                 name: h.name,
                 id: h.id,
                 path: h.key,
+                description: b.description,
+                doc: d,
             })
             .collect();
         out.sort();

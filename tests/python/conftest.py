@@ -184,3 +184,40 @@ def stub():
 
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
+
+
+# Hermes' own skills-block builder, run in a fresh interpreter (its caches and the disk
+# snapshot are per process and per home): JSON arguments on stdin, the block on stdout.
+_BUILDER = r"""
+import json, logging, os, sys
+logging.disable(logging.CRITICAL)
+args = json.load(sys.stdin)
+os.environ["HERMES_HOME"] = args["home"]
+for v in ("HERMES_PLATFORM", "HERMES_SESSION_PLATFORM"):
+    os.environ.pop(v, None)
+from agent import prompt_builder as pb
+tools = None if args["tools"] is None else set(args["tools"])
+toolsets = None if args["toolsets"] is None else set(args["toolsets"])
+print(json.dumps(pb.build_skills_system_prompt(tools, toolsets)))
+"""
+
+
+def hermes_skills_prompt(home: Path, tools: Any = None, toolsets: Any = None) -> str:
+    """The skills part of the system prompt Hermes' own builder writes for ``home`` with these
+    tools and toolsets (``None``: no tool information), from a fresh interpreter."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    out = subprocess.run(
+        [sys.executable, "-c", _BUILDER],
+        input=json.dumps({"home": str(home), "tools": None if tools is None else sorted(tools),
+                          "toolsets": None if toolsets is None else sorted(toolsets)}),
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    snapshot = home / ".skills_prompt_snapshot.json"
+    if snapshot.exists():
+        snapshot.unlink()
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -75,6 +75,13 @@ print(json.dumps(answers))
 """
 
 
+# The same runs with Hermes' real descriptions: the blocks as Hermes writes them.
+REAL_BLOCK_RUNNER = HERMES_RUNNER.replace(
+    'pb.extract_skill_description = lambda fm: ""   # lines become bare names\n', ""
+).replace('answers.append({"pairs": pairs(block)})', 'answers.append({"block": block})')
+assert REAL_BLOCK_RUNNER.count("extract_skill_description") == 0
+
+
 def skillidx_bin() -> List[str]:
     """The skillidx command: $SKILLIDX_BIN, the venv's `skillidx`, or a cargo build."""
     if os.environ.get("SKILLIDX_BIN"):
@@ -130,10 +137,10 @@ class Case:
         return args
 
 
-def hermes_offered(home: Path, cases: List[Case]) -> List[dict]:
+def hermes_offered(home: Path, cases: List[Case], runner: str = HERMES_RUNNER) -> List[dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     out = subprocess.run(
-        [sys.executable, "-c", HERMES_RUNNER],
+        [sys.executable, "-c", runner],
         input=json.dumps([c.hermes_args(home) for c in cases]),
         capture_output=True,
         text=True,
@@ -451,3 +458,45 @@ def test_warm_snapshot_quirk_is_hermes_own(tmp_path: Path) -> None:
     assert [e["frontmatter_name"] for e in from_snapshot["skills"]] == ["kanban-only"]
     ours = skillidx_offered(home, tmp_path / "warm.redb", [Case("cold")])[0]
     assert ours == set()
+
+
+@pytest.mark.parametrize("which", ["example", "rules", "corpus"])
+def test_the_plugin_reads_hermes_own_block_exactly(tmp_path: Path, which: str) -> None:
+    """The plugin reads Hermes' real block (descriptions and all) against the engine's offer,
+    trusting only whole renderings of offered skills: on homes without forged lines it must
+    read exactly the pairs Hermes lists (Hermes' own, from a builder whose lines are bare
+    names), and its names-only rewrite must be byte for byte what the text-only compactor
+    makes of the block, except where that cut a name holding ": " short."""
+    from skillidx import Index, _native
+
+    if which == "example":
+        home = tmp_path / "example"
+        shutil.copytree(REPO / "examples" / "hermes-home", home, symlinks=True)
+    elif which == "rules":
+        home = generated_rules_home(tmp_path)
+    else:
+        corpus = shared_corpus()
+        if corpus is None:
+            pytest.skip("the shared corpus is not here")
+        home = tmp_path / "corpus-home"
+        home.mkdir()
+        os.symlink(corpus / "skills", home / "skills")
+    index = Index(home=str(home), db=str(tmp_path / "read.redb"))
+    index.sync()
+    cases = [Case("no tool info"),
+             Case("tools", tools={"terminal", "skill_view"}, toolsets={"terminal", "skills"})]
+    truth = hermes_offered(home, cases)
+    blocks = hermes_offered(home, cases, REAL_BLOCK_RUNNER)
+    for case, answer, real in zip(cases, truth, blocks):
+        block = real["block"]
+        hermes = {(c, n) for c, n in answer["pairs"]}
+        assert hermes, which
+        index.allow("s", block, case.tools, case.toolsets)
+        read = set(map(tuple, index.allowed("s")))
+        assert read == hermes, (sorted(hermes - read)[:10], sorted(read - hermes)[:10])
+        (mine,) = index.rewrite_system("s", [block], case.tools, case.toolsets)
+        text_only = _native.compact_available_skills(block)
+        differ = [(a, b) for a, b in zip(mine.split("\n"), text_only.split("\n")) if a != b]
+        assert len(mine.split("\n")) == len(text_only.split("\n"))
+        assert all(": " in a.split(": ", 1)[1] for a, _ in differ), differ
+    index.wait(60)

@@ -141,7 +141,6 @@ def setup(home: Path, log: Path, endpoint: Endpoint, monkeypatch: pytest.MonkeyP
         p._index = None
         p._profile = None
         p._last_problem.clear()
-        p._allowed.clear()
 
     def start(**env: Optional[str]) -> Any:
         base = {

@@ -42,8 +42,7 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -212,36 +211,15 @@ def _note_background(index: Any) -> None:
 #
 # Hermes gives ``pre_llm_call`` no tools, but the request already carries Hermes' own
 # ``<available_skills>`` block, filtered for this session (tools, toolsets, platform,
-# environments, disabled, clashes). Its (category, name) pairs are the allow-list: cached per
-# session for the next turns' retrieval, and applied here to every injected block of the
-# request (``_native.filter_retrieved_blocks``: pure and idempotent, so the replayed earlier
-# turns give the same bytes on every call).
-
-_ALLOWED_MAX = 256
-_allowed: "OrderedDict[str, List[Tuple[str, str]]]" = OrderedDict()
-_allowed_lock = threading.Lock()
-
-
-def _remember_allowed(session_id: Any, pairs: List[Tuple[str, str]]) -> None:
-    """Caches a session's allow-list; the least recently used session goes beyond 256."""
-    if not isinstance(session_id, str) or not session_id:
-        return
-    with _allowed_lock:
-        _allowed[session_id] = pairs
-        _allowed.move_to_end(session_id)
-        while len(_allowed) > _ALLOWED_MAX:
-            _allowed.popitem(last=False)
-
-
-def _allowed_for(session_id: Any) -> Optional[List[Tuple[str, str]]]:
-    """The cached allow-list of a session, ``None`` before its first request was seen."""
-    if not isinstance(session_id, str):
-        return None
-    with _allowed_lock:
-        pairs = _allowed.get(session_id)
-        if pairs is not None:
-            _allowed.move_to_end(session_id)
-        return pairs
+# environments, disabled, clashes), and the session's tools. ``Index.allow`` reads the block
+# against the engine's offer for those tools, trusting only what Hermes could have written for
+# an offered skill (a description can hold lines of the block's shape), and keeps the result
+# for the session's next turns. Every injected block of the request then keeps only listed
+# entries (``Index.filter_retrieved``: pure and idempotent, so the replayed earlier turns give
+# the same bytes on every call).
+#
+# The request is changed only once every new text is computed: a text that cannot be read
+# (a lone surrogate, say) leaves the whole request as Hermes built it.
 
 
 def _texts(value: Any) -> List[str]:
@@ -252,19 +230,32 @@ def _texts(value: Any) -> List[str]:
     return []
 
 
-def _map_text(value: Any, fn: Any) -> Any:
-    """``fn`` applied to a str, or to the text parts of a list of content blocks in place."""
+def _mapped(value: Any, fn: Any) -> Any:
+    """``fn`` applied to a str, or a new list of content blocks with ``fn`` applied to their
+    text parts (the originals are not touched); ``value`` itself when nothing changes."""
     if isinstance(value, str):
         return fn(value)
     if isinstance(value, list):
+        out, changed = [], False
         for part in value:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
-                part["text"] = fn(part["text"])
+                text = fn(part["text"])
+                if text != part["text"]:
+                    part, changed = dict(part, text=text), True
+            out.append(part)
+        return out if changed else value
     return value
 
 
-def _compact(text: str) -> str:
-    return _native.compact_available_skills(text) if "<available_skills>" in text else text
+def _replaced(value: Any, texts: Iterator[str]) -> Any:
+    """``value`` (a str, or a list of content blocks) with its texts taken in order from
+    ``texts`` (a new list; the original blocks are not touched)."""
+    if isinstance(value, str):
+        return next(texts)
+    if isinstance(value, list):
+        return [dict(p, text=next(texts)) if isinstance(p, dict) and isinstance(p.get("text"), str)
+                else p for p in value]
+    return value
 
 
 def _system_slots(request: Dict[str, Any]) -> List[Tuple[Any, Any]]:
@@ -277,30 +268,60 @@ def _system_slots(request: Dict[str, Any]) -> List[Tuple[Any, Any]]:
     return slots
 
 
+def _session_tools(request: Dict[str, Any]) -> Tuple[Optional[List[str]], Optional[List[str]]]:
+    """The session's tool names (the request's ``tools``) and their toolsets (Hermes' own
+    registry, as its builder computes them), or ``(None, None)`` when either is unknown."""
+    tools = request.get("tools")
+    if not isinstance(tools, list):
+        return None, None
+    names = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            if isinstance(fn.get("name"), str):
+                names.append(fn["name"])
+    try:
+        from tools.registry import registry
+
+        toolsets = {registry.get_toolset_for_tool(n) for n in names}
+    except Exception:
+        return None, None
+    return names, sorted(t for t in toolsets if isinstance(t, str) and t)
+
+
 def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
     started = time.perf_counter()
     try:
         if not isinstance(request, dict):
             return None
+        session = session_id if isinstance(session_id, str) else ""
         slots = _system_slots(request)
-        # Before compacting: no block (no skills tool, or nothing offered) means Hermes offers
-        # nothing, so nothing is injected.
-        system = "\n".join(t for c, k in slots for t in _texts(c.get(k)))
-        allowed = _native.listed_skills(system)
-        _remember_allowed(session_id, allowed)
+        texts = [t for c, k in slots for t in _texts(c.get(k))]
+        index = _get_index()
+        edits: List[Tuple[Any, Any, Any]] = []
+        if index is not None:
+            # Reads Hermes' block (no block: nothing is listed, so every injected block goes)
+            # and, with compaction on, rewrites it to names only from what was read.
+            tools, toolsets = _session_tools(request)
+            new = iter(index.rewrite_system(session, texts, tools, toolsets, _settings.compact))
+            edits += [(c, key, _replaced(c.get(key), new)) for c, key in slots]
         k = _settings.inject_k
+
+        def keep_listed(text: str) -> str:
+            if "## Retrieved Skills" not in text:
+                return text
+            if index is None:  # nothing can be checked: nothing injected stays
+                return _native.filter_retrieved_blocks(text, [], k)
+            return index.filter_retrieved(text, session, k)
+
         messages = request.get("messages")
         if isinstance(messages, list):
             for msg in messages:
                 if isinstance(msg, dict) and msg.get("role") == "user":
-                    msg["content"] = _map_text(
-                        msg.get("content"),
-                        lambda t: _native.filter_retrieved_blocks(t, allowed, k)
-                        if "## Retrieved Skills" in t else t,
-                    )
-        if _settings.compact:
-            for container, key in slots:
-                container[key] = _map_text(container.get(key), _compact)
+                    edits.append((msg, "content", _mapped(msg.get("content"), keep_listed)))
+        # Every new text is computed: only now is the request changed.
+        for container, key, value in edits:
+            container[key] = value
         # Edited in place and returned: other plugins' middlewares see and keep the edit.
         return {"request": request, "source": "skill-retrieval", "reason": "offered skills only"}
     except Exception as exc:
@@ -369,7 +390,7 @@ def _on_pre_llm_call(
             b=_settings.b,
             # Turn 2 on: only what Hermes' block lists (over-fetched). Turn 1: the engine's
             # own rules; the llm_request middleware then makes the request exact.
-            allowed=_allowed_for(session_id),
+            session=session_id if isinstance(session_id, str) else None,
         )
         _resolved("index")
         return {"context": block} if block else None
@@ -476,7 +497,7 @@ def _reranked_block(index: Any, message: str, history: Any, session_id: Any) -> 
         ranking=_settings.ranking,
         k1=_settings.k1,
         b=_settings.b,
-        allowed=_allowed_for(session_id),
+        session=session_id if isinstance(session_id, str) else None,
     )
     ordered, outcome, detail, latency, stats = hits, "skipped", None, None, {}
     if len(hits) < 2:

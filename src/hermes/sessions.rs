@@ -1,0 +1,212 @@
+//! The sessions a plugin process serves, each with the skills Hermes lists in it.
+//!
+//! The plugin's `llm_request` middleware sees each request's own `<available_skills>` block
+//! and tools; [`Sessions::allow`] reads the block against the engine's offer for those tools
+//! ([`super::listing::verified`]) and keeps the result for the session, so that the next
+//! turns' retrieval keeps only listed skills. The block is frozen per session, and sessions
+//! with the same tools share it: a reading is kept per (index state, block, tools) and
+//! shared, so a gateway with many sessions reads a hub-sized block once, not once per
+//! session or per turn.
+
+use super::listing::{self, Allowed, Block};
+use crate::compact::{CLOSE_TAG, OPEN_TAG};
+use crate::offer::Session;
+use crate::refresh::{IndexState, LiveIndex};
+use crate::Error;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// How many sessions are remembered (the least recently used is forgotten first).
+pub const SESSIONS: usize = 256;
+/// How many distinct readings are kept.
+const READINGS: usize = 8;
+
+/// What a reading depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    state: IndexState,
+    /// blake3 of the system text the block was read from.
+    text: [u8; 32],
+    /// The session's tools and toolsets, when the request told them.
+    tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+}
+
+#[derive(Debug)]
+struct Reading {
+    key: Key,
+    /// The blocks read, in order.
+    blocks: Vec<Block>,
+    allowed: Arc<Allowed>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Session id → its reading, and when it was last used.
+    sessions: FxHashMap<String, (u64, Arc<Reading>)>,
+    /// The latest distinct readings, newest last.
+    readings: Vec<Arc<Reading>>,
+    tick: u64,
+}
+
+/// The sessions of one profile's index (see the module documentation). Safe to share.
+#[derive(Default)]
+pub struct Sessions {
+    state: Mutex<State>,
+}
+
+impl Sessions {
+    /// Reads what the `<available_skills>` blocks of `system` list for the session (its
+    /// tools and toolsets, when the request told them), keeps it as the session's
+    /// allow-list, and returns it. Read once per index state, block and tools.
+    pub fn allow(
+        &self,
+        live: &LiveIndex,
+        session_id: &str,
+        system: &str,
+        tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+    ) -> Result<Arc<Allowed>, Error> {
+        Ok(Arc::clone(
+            &self.reading(live, session_id, system, tools)?.allowed,
+        ))
+    }
+
+    /// The request's system texts with what the session's block lists kept as its
+    /// allow-list ([`Sessions::allow`] of the texts joined by newlines), and, with
+    /// `compact`, each block rewritten to names only ([`Block::names_only`]). A block read
+    /// as listing nothing, or texts whose blocks cannot be matched with those read, are left
+    /// as they are: compaction only saves tokens.
+    pub fn rewrite(
+        &self,
+        live: &LiveIndex,
+        session_id: &str,
+        texts: &[String],
+        tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+        compact: bool,
+    ) -> Result<Vec<String>, Error> {
+        let reading = self.reading(live, session_id, &texts.join("\n"), tools)?;
+        let found: usize = texts.iter().map(|t| blocks_in(t).len()).sum();
+        if !compact || found != reading.blocks.len() {
+            return Ok(texts.to_vec());
+        }
+        let mut blocks = reading.blocks.iter();
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut out = String::with_capacity(t.len());
+                let mut at = 0;
+                for (start, end) in blocks_in(t) {
+                    out.push_str(&t[at..start]);
+                    match blocks.next() {
+                        Some(b) if !b.groups.is_empty() => out.push_str(&b.names_only()),
+                        _ => out.push_str(&t[start..end]),
+                    }
+                    at = end;
+                }
+                out.push_str(&t[at..]);
+                out
+            })
+            .collect())
+    }
+
+    /// The session's reading of `system`: the one it has or another session's with the
+    /// same key, else a new one.
+    fn reading(
+        &self,
+        live: &LiveIndex,
+        session_id: &str,
+        system: &str,
+        tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+    ) -> Result<Arc<Reading>, Error> {
+        let key = Key {
+            state: live.state()?,
+            text: *blake3::hash(system.as_bytes()).as_bytes(),
+            tools,
+        };
+        let found = {
+            let st = self.lock();
+            st.sessions
+                .get(session_id)
+                .map(|(_, r)| r)
+                .into_iter()
+                .chain(st.readings.iter().rev())
+                .find(|r| r.key == key)
+                .cloned()
+        };
+        let reading = match found {
+            Some(r) => r,
+            None => Arc::new(read(live, key, system)?),
+        };
+        self.remember(session_id, Arc::clone(&reading));
+        Ok(reading)
+    }
+
+    /// The session's allow-list, `None` before its first request was seen.
+    pub fn allowed(&self, session_id: &str) -> Option<Arc<Allowed>> {
+        let mut st = self.lock();
+        st.tick += 1;
+        let tick = st.tick;
+        let (used, reading) = st.sessions.get_mut(session_id)?;
+        *used = tick;
+        Some(Arc::clone(&reading.allowed))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn remember(&self, session_id: &str, reading: Arc<Reading>) {
+        let mut st = self.lock();
+        st.tick += 1;
+        let tick = st.tick;
+        if !st.readings.iter().any(|r| Arc::ptr_eq(r, &reading)) {
+            st.readings.push(Arc::clone(&reading));
+            if st.readings.len() > READINGS {
+                st.readings.remove(0);
+            }
+        }
+        st.sessions.insert(session_id.to_owned(), (tick, reading));
+        if st.sessions.len() > SESSIONS {
+            if let Some(oldest) = st
+                .sessions
+                .iter()
+                .min_by_key(|(_, (used, _))| *used)
+                .map(|(k, _)| k.clone())
+            {
+                st.sessions.remove(&oldest);
+            }
+        }
+    }
+}
+
+/// Reads the block against the engine's offer for the session the key describes.
+fn read(live: &LiveIndex, key: Key, system: &str) -> Result<Reading, Error> {
+    let mut session = Session::detect(&live.profile().home);
+    if let Some((tools, toolsets)) = &key.tools {
+        session.tools = Some(tools.clone());
+        session.toolsets = Some(toolsets.clone());
+    }
+    let (state, offered) = live.offered(&session)?;
+    let blocks = listing::read(system, &offered);
+    let allowed = Arc::new(listing::allowed(&blocks));
+    Ok(Reading {
+        key: Key { state, ..key },
+        blocks,
+        allowed,
+    })
+}
+
+/// The byte ranges of the insides of the `<available_skills>` blocks of `text`.
+fn blocks_in(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(open) = text[at..].find(OPEN_TAG) {
+        let start = at + open + OPEN_TAG.len();
+        let Some(close) = text[start..].find(CLOSE_TAG) else {
+            break;
+        };
+        out.push((start, start + close));
+        at = start + close + CLOSE_TAG.len();
+    }
+    out
+}
