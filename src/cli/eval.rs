@@ -1,18 +1,17 @@
-//! `skillidx eval`: ranking quality on a labelled query file (`tests/eval/README.md`).
+//! `skillidx eval`: ranking quality on a labelled query file (`tests/eval/README.md`), on
+//! one home or two side by side (the corpus alone, and inside the hub).
 
 #[cfg(feature = "semantic")]
 use super::args::{with_semantic, Model};
 use super::args::{Common, SemanticArgs, SessionArgs};
 use super::output::{cut, out, outln};
-use crate::eval::{CrossValidation, Query, Report};
-use crate::offer::Session;
+use crate::eval::{CrossValidation, Judged, Judgements, Query, Report, Setup, Ungraded};
 #[cfg(feature = "semantic")]
 use crate::search::SearchOptions;
 use crate::search::{Ingredients, Ranking};
-use crate::Index;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `skillidx eval`'s options.
@@ -20,6 +19,20 @@ use std::process::ExitCode;
 pub struct EvalArgs {
     /// The query file (JSON lines with `query`, `kind`, `lang`, `relevant`).
     queries: PathBuf,
+    /// The graded pool (JSON lines `{"query", "skill", "grade"}`; default: `graded.jsonl`
+    /// beside the query file, when there is one).
+    #[arg(long)]
+    graded: Option<PathBuf>,
+    /// Write the injected hits that nothing grades to this file (JSON lines), to be graded.
+    #[arg(long)]
+    ungraded: Option<PathBuf>,
+    /// Evaluate on this second Hermes home too, side by side (e.g. the corpus inside the
+    /// hub, `benches/make_scale_home.py`); its index is `--compare-db`, else its default.
+    #[arg(long)]
+    compare_home: Option<PathBuf>,
+    /// The second home's index file.
+    #[arg(long, requires = "compare_home")]
+    compare_db: Option<PathBuf>,
     /// Rankings to compare, comma-separated.
     #[arg(long, default_value = "seed,default", value_delimiter = ',')]
     ranking: Vec<Ranking>,
@@ -58,43 +71,15 @@ fn parse_weight(s: &str) -> Result<(String, f64), String> {
     Ok((name.trim().to_owned(), value))
 }
 
-/// What every evaluation of one run shares.
-struct Run<'a> {
-    index: &'a Index,
-    profile: &'a str,
-    skills: PathBuf,
-    queries: &'a [Query],
-    session: &'a Session,
-}
-
-impl Run<'_> {
-    fn evaluate(&self, r: Ranking, ingredients: Ingredients) -> Result<Report> {
-        Ok(crate::eval::evaluate(
-            self.index,
-            self.profile,
-            &self.skills,
-            self.queries,
-            r,
-            ingredients,
-            self.session,
-        )?)
-    }
-
-    #[cfg(feature = "semantic")]
-    fn evaluate_with(&self, opts: &SearchOptions) -> Result<Report> {
-        Ok(crate::eval::evaluate_with(
-            self.index,
-            self.profile,
-            &self.skills,
-            self.queries,
-            opts,
-            self.session,
-        )?)
-    }
+/// What one home's evaluation produced.
+struct Evaluated {
+    reports: Vec<Report>,
+    cvs: Vec<CrossValidation>,
+    ungraded: Vec<Ungraded>,
 }
 
 /// Evaluates each ranking (out of fold with `--folds`), and the hybrid one with
-/// `--semantic`, and prints the table.
+/// `--semantic`, on the home (and the second one), and prints the table.
 pub fn run(args: EvalArgs) -> Result<ExitCode> {
     let mut ingredients = Ingredients::default();
     for name in &args.without {
@@ -106,57 +91,111 @@ pub fn run(args: EvalArgs) -> Result<ExitCode> {
             .set(name, *value)
             .map_err(anyhow::Error::msg)?;
     }
-    let (_, index, profile) = args.common.open_query()?;
-    let session = args.session.session(&profile)?;
     let queries = crate::eval::load(&args.queries)?;
-    let run = Run {
-        index: &index,
-        profile: &profile.name,
-        skills: profile.home.join("skills"),
-        queries: &queries,
-        session: &session,
+    let pool_path = args
+        .graded
+        .clone()
+        .or_else(|| Some(args.queries.with_file_name("graded.jsonl")).filter(|p| p.is_file()));
+    let pool = match &pool_path {
+        Some(p) => crate::eval::load_pool(p)?,
+        None => Vec::new(),
     };
-    let mut cvs = Vec::new();
-    #[cfg_attr(not(feature = "semantic"), allow(unused_mut))]
-    let mut reports = lexical(&run, &args.ranking, ingredients, args.folds, &mut cvs)?;
     let model = args.semantic.load();
-    #[cfg(feature = "semantic")]
-    if ingredients.semantic && args.ranking.contains(&Ranking::Default) {
-        if let Some(r) = hybrid(&run, &model, ingredients, args.folds, &mut cvs)? {
-            reports.push(r);
-        }
+    let mut homes = vec![args.common.clone()];
+    if let Some(home) = &args.compare_home {
+        let mut other = args.common.clone();
+        other.home = Some(home.clone());
+        other.db = args.compare_db.clone();
+        homes.push(other);
     }
-    #[cfg(not(feature = "semantic"))]
-    let _ = model;
+    let several = homes.len() > 1;
+    let mut all = Evaluated {
+        reports: Vec::new(),
+        cvs: Vec::new(),
+        ungraded: Vec::new(),
+    };
+    for common in &homes {
+        let e = evaluate_home(&args, common, &queries, &pool, ingredients, &model, several)?;
+        all.reports.extend(e.reports);
+        all.cvs.extend(e.cvs);
+        all.ungraded.extend(e.ungraded);
+    }
+    if let Some(path) = &args.ungraded {
+        write_ungraded(path, &mut all.ungraded)?;
+    }
     if args.common.json {
         if args.folds > 0 {
-            outln!("{}", serde_json::to_string_pretty(&cvs)?)?;
+            outln!("{}", serde_json::to_string_pretty(&all.cvs)?)?;
         } else {
-            outln!("{}", serde_json::to_string_pretty(&reports)?)?;
+            outln!("{}", serde_json::to_string_pretty(&all.reports)?)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
-    print(&run, &reports, &cvs, args.misses)?;
+    print(&queries, &all.reports, &all.cvs, args.misses)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every report of one home: the lexical rankings and, with the model, the hybrid one.
+fn evaluate_home(
+    args: &EvalArgs,
+    common: &Common,
+    queries: &[Query],
+    pool: &[Judged],
+    ingredients: Ingredients,
+    #[cfg_attr(not(feature = "semantic"), allow(unused_variables))] model: &super::args::Model,
+    several: bool,
+) -> Result<Evaluated> {
+    let (_, index, profile) = common.open_query()?;
+    let session = args.session.session(&profile)?;
+    let skills = profile.home.join("skills");
+    let offered = index.offered(&profile.name, &session)?;
+    let judgements = Judgements::new(queries, pool, &offered, &skills);
+    let setup = Setup {
+        index: &index,
+        profile: &profile.name,
+        skills_root: &skills,
+        queries,
+        judgements: &judgements,
+        session: &session,
+    };
+    let mut e = Evaluated {
+        reports: Vec::new(),
+        cvs: Vec::new(),
+        ungraded: Vec::new(),
+    };
+    lexical(&setup, &args.ranking, ingredients, args.folds, &mut e)?;
+    #[cfg(feature = "semantic")]
+    if ingredients.semantic && args.ranking.contains(&Ranking::Default) {
+        hybrid(&setup, model, ingredients, args.folds, &mut e)?;
+    }
+    if several {
+        let label = format!("{:.1}k", offered.len() as f64 / 1000.0);
+        for r in &mut e.reports {
+            r.home = label.clone();
+        }
+        for cv in &mut e.cvs {
+            cv.report.home = label.clone();
+        }
+    }
+    Ok(e)
 }
 
 /// One report per ranking; with folds, the weights of the ingredients that are on chosen
 /// out of fold.
 fn lexical(
-    run: &Run<'_>,
+    setup: &Setup<'_>,
     rankings: &[Ranking],
     ingredients: Ingredients,
     folds: usize,
-    cvs: &mut Vec<CrossValidation>,
-) -> Result<Vec<Report>> {
-    if folds == 0 {
-        return rankings
-            .iter()
-            .map(|r| run.evaluate(*r, ingredients))
-            .collect();
-    }
-    let mut reports = Vec::new();
+    e: &mut Evaluated,
+) -> Result<()> {
     for r in rankings {
+        if folds == 0 {
+            let (report, ungraded) = crate::eval::evaluate(setup, *r, ingredients)?;
+            e.reports.push(report);
+            e.ungraded.extend(ungraded);
+            continue;
+        }
         let grid: Vec<(String, Vec<f64>)> = match r {
             Ranking::Seed => Vec::new(),
             Ranking::Default => crate::search::Weights::grid()
@@ -174,27 +213,29 @@ fn lexical(
                 for ((name, _), &v) in grid.iter().zip(point) {
                     ing.weights.set(name, v).map_err(anyhow::Error::msg)?;
                 }
-                run.evaluate(*r, ing)
+                let (report, ungraded) = crate::eval::evaluate(setup, *r, ing)?;
+                e.ungraded.extend(ungraded);
+                Ok::<_, anyhow::Error>(report)
             },
         )?;
-        reports.push(cv.report.clone());
-        cvs.push(cv);
+        e.reports.push(cv.report.clone());
+        e.cvs.push(cv);
     }
-    Ok(reports)
+    Ok(())
 }
 
 /// The hybrid ranking's report, when the model is loaded: the A/B in one run, its
 /// semantic weights chosen out of fold over the shipped lexical weights.
 #[cfg(feature = "semantic")]
 fn hybrid(
-    run: &Run<'_>,
+    setup: &Setup<'_>,
     model: &Model,
     ingredients: Ingredients,
     folds: usize,
-    cvs: &mut Vec<CrossValidation>,
-) -> Result<Option<Report>> {
+    e: &mut Evaluated,
+) -> Result<()> {
     if model.is_none() {
-        return Ok(None);
+        return Ok(());
     }
     let opts = with_semantic(
         SearchOptions {
@@ -205,9 +246,11 @@ fn hybrid(
         model,
     );
     if folds == 0 {
-        let mut r = run.evaluate_with(&opts)?;
+        let (mut r, ungraded) = crate::eval::evaluate_with(setup, &opts)?;
         r.hybrid = true;
-        return Ok(Some(r));
+        e.reports.push(r);
+        e.ungraded.extend(ungraded);
+        return Ok(());
     }
     let grid: Vec<(String, Vec<f64>)> = crate::search::Weights::semantic_grid()
         .into_iter()
@@ -225,24 +268,38 @@ fn hybrid(
                     .set(name, v)
                     .map_err(anyhow::Error::msg)?;
             }
-            run.evaluate_with(&o)
+            let (report, ungraded) = crate::eval::evaluate_with(setup, &o)?;
+            e.ungraded.extend(ungraded);
+            Ok::<_, anyhow::Error>(report)
         },
     )?;
     cv.report.hybrid = true;
-    let report = cv.report.clone();
-    cvs.push(cv);
-    Ok(Some(report))
+    e.reports.push(cv.report.clone());
+    e.cvs.push(cv);
+    Ok(())
+}
+
+/// Writes the ungraded hits, sorted and without repeats, as JSON lines.
+fn write_ungraded(path: &Path, ungraded: &mut Vec<Ungraded>) -> Result<()> {
+    ungraded.sort();
+    ungraded.dedup_by(|a, b| a.query == b.query && a.skill == b.skill);
+    let mut text = String::new();
+    for u in ungraded.iter() {
+        text.push_str(&serde_json::to_string(u)?);
+        text.push('\n');
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// The table, the chit-chat line, the weights chosen per fold and, with `--misses`, the
 /// labelled queries whose relevant skill is not in the top 6.
 fn print(
-    run: &Run<'_>,
+    queries: &[Query],
     reports: &[Report],
     cvs: &[CrossValidation],
     misses: bool,
 ) -> std::io::Result<()> {
-    outln!("{} queries, profile {}\n", run.queries.len(), run.profile)?;
+    outln!("{} queries\n", queries.len())?;
     out!("{}", crate::eval::table(reports))?;
     out!("\n{}", crate::eval::chitchat_line(reports))?;
     for cv in cvs {
@@ -260,24 +317,24 @@ fn print(
         return Ok(());
     }
     for r in reports {
-        outln!("\n{:?}: relevant skill not in the top 6", r.ranking)?;
+        outln!(
+            "\n{}: relevant skill not in the top 6",
+            crate::eval::column_name(r)
+        )?;
         for o in r
             .outcomes
             .iter()
-            .filter(|o| o.first_relevant.is_none_or(|f| f > 6))
+            .filter(|o| o.labelled && o.first_relevant.is_none_or(|f| f > 6))
         {
-            let Some(q) = run
-                .queries
+            let q = queries
                 .iter()
-                .find(|q| q.id == o.id && !q.relevant.is_empty())
-            else {
-                continue;
-            };
+                .find(|q| q.id == o.id)
+                .map_or("", |q| q.query.as_str());
             outln!(
                 "  {} [{}] {:?} → {:?}",
                 o.id,
                 o.kind,
-                cut(&q.query, 70),
+                cut(q, 70),
                 &o.top[..o.top.len().min(3)]
             )?;
         }
