@@ -78,6 +78,60 @@ def skill_md(rec):
     return "\n".join(lines)
 
 
+def prepare_out(out, force):
+    """The absolute OUT and its `skills/` path, after the safety checks (exits on refusal);
+    an existing `skills/` is removed when `force`."""
+    out = os.path.abspath(out)
+    if os.path.commonpath([out, REPO]) == REPO and not out.startswith(os.path.join(REPO, "target") + os.sep):
+        sys.exit(f"{out} is inside the repository; write it under /tmp or target/")
+    skills = os.path.join(out, "skills")
+    if os.path.exists(skills):
+        if not force:
+            sys.exit(f"{skills} exists; pass --force to replace it")
+        shutil.rmtree(skills)
+    return out, skills
+
+
+def read_records(corpus, first=None):
+    """The records of `corpus` (hub-90k.jsonl.gz) in file order, only the first `first` if given."""
+    n = 0
+    with gzip.open(corpus, "rt", encoding="utf-8") as f:
+        for line in f:
+            if first is not None and n >= first:
+                break
+            yield json.loads(line)
+            n += 1
+
+
+def write_records(skills, records, taken, made_dirs):
+    """Writes each record as `skills/<category>/<folder>/SKILL.md`. `taken` holds the
+    (category, folder) pairs already used (and gets the new ones); `made_dirs` the category
+    folders known to exist (likewise). Returns (skills written, collisions resolved)."""
+    collisions = 0
+    written = 0
+    for rec in records:
+        cat = folder_name(rec.get("category"), "other")
+        base = folder_name(rec.get("name"), "skill")
+        name = base
+        if (cat, name) in taken:
+            collisions += 1
+            name = f"{base}-{folder_name(rec.get('source'), 'hub')}"
+            n = 2
+            while (cat, name) in taken:
+                name = f"{base}-{folder_name(rec.get('source'), 'hub')}-{n}"
+                n += 1
+        taken.add((cat, name))
+        d = os.path.join(skills, cat, name)
+        if cat not in made_dirs:
+            os.makedirs(os.path.join(skills, cat), exist_ok=True)
+            made_dirs.add(cat)
+        os.mkdir(d)
+        with open(os.path.join(d, "SKILL.md"), "w", encoding="utf-8", newline="\n") as w:
+            w.write(skill_md(rec))
+        written += 1
+    return written, collisions
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="the Hermes home to create (outside the repository)")
@@ -85,45 +139,11 @@ def main():
     ap.add_argument("--corpus", default=DEFAULT_CORPUS, help="hub-90k.jsonl.gz")
     ap.add_argument("--force", action="store_true", help="replace an existing OUT/skills")
     args = ap.parse_args()
-    out = os.path.abspath(args.out)
-    if os.path.commonpath([out, REPO]) == REPO and not out.startswith(os.path.join(REPO, "target") + os.sep):
-        sys.exit(f"{out} is inside the repository; write it under /tmp or target/")
-    skills = os.path.join(out, "skills")
-    if os.path.exists(skills):
-        if not args.force:
-            sys.exit(f"{skills} exists; pass --force to replace it")
-        shutil.rmtree(skills)
-    taken = set()
+    out, skills = prepare_out(args.out, args.force)
     made_dirs = set()
-    collisions = 0
-    written = 0
-    with gzip.open(args.corpus, "rt", encoding="utf-8") as f:
-        for line in f:
-            if args.first is not None and written >= args.first:
-                break
-            rec = json.loads(line)
-            cat = folder_name(rec.get("category"), "other")
-            base = folder_name(rec.get("name"), "skill")
-            name = base
-            if (cat, name) in taken:
-                collisions += 1
-                name = f"{base}-{folder_name(rec.get('source'), 'hub')}"
-                n = 2
-                while (cat, name) in taken:
-                    name = f"{base}-{folder_name(rec.get('source'), 'hub')}-{n}"
-                    n += 1
-            taken.add((cat, name))
-            d = os.path.join(skills, cat, name)
-            if cat not in made_dirs:
-                os.makedirs(os.path.join(skills, cat), exist_ok=True)
-                made_dirs.add(cat)
-            os.mkdir(d)
-            with open(os.path.join(d, "SKILL.md"), "w", encoding="utf-8", newline="\n") as w:
-                w.write(skill_md(rec))
-            written += 1
+    written, collisions = write_records(skills, read_records(args.corpus, args.first), set(), made_dirs)
     print(json.dumps({"home": out, "skills": written, "categories": len(made_dirs),
                       "collisions_resolved": collisions}))
-
 
 if __name__ == "__main__":
     main()
