@@ -24,6 +24,8 @@
 pub mod names {
     /// A sync has read its base (one read transaction) and not yet taken the write lock.
     pub const SYNC_AFTER_BASE: &str = "sync-after-base";
+    /// A sync has walked the skill roots (every SKILL.md found and judged) and read none.
+    pub const SYNC_AFTER_SCAN: &str = "sync-after-scan";
     /// A sync has observed every file and planned, and not yet taken the write lock.
     pub const SYNC_BEFORE_WRITE: &str = "sync-before-write";
     /// A sync holds the write transaction and has not planned against it yet.

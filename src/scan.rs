@@ -162,6 +162,9 @@ pub struct Candidate {
     pub location: Location,
     /// Its stat, taken during the walk.
     pub stat: FileStat,
+    /// When the SKILL.md is a symlink (judged to lead inside the skill roots), where it may
+    /// lead: checked again when it is read.
+    pub link_bounds: Option<std::sync::Arc<LinkBounds>>,
 }
 
 impl Candidate {
@@ -214,7 +217,7 @@ fn walk_root(root: &SkillRoot, cache: &DirCache, now_ns: i64, out: &mut Scan) {
         return;
     }
     let mut w = Walked::default();
-    let bounds = Bounds {
+    let bounds = LinkBounds {
         root: std::fs::canonicalize(&root.path).ok(),
         tree: None,
     };
@@ -237,7 +240,7 @@ fn walk_root(root: &SkillRoot, cache: &DirCache, now_ns: i64, out: &mut Scan) {
 
 struct Cached<'a> {
     root: &'a SkillRoot,
-    bounds: &'a Bounds,
+    bounds: &'a LinkBounds,
     cache: &'a DirCache,
     now_ns: i64,
     listings: &'a mut Vec<(String, DirListing)>,
@@ -390,15 +393,18 @@ fn list_dir(
 
 /// Where the text of a SKILL.md may come from: the skill root, and the target of the
 /// symlinked folder a walk went through (Hermes follows folder links, and so do we, with a
-/// notice when they lead outside the root).
-struct Bounds {
+/// notice when they lead outside the root). A SKILL.md that is itself a link is read only
+/// when it leads inside these; the check is made by the walk and again when the file is read
+/// ([`LinkBounds::check_open`]), so a link switched in between is caught too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkBounds {
     /// The skill root, canonical (`None` when it cannot be resolved).
     root: Option<PathBuf>,
     /// The canonical target of the symlinked folder being walked, if any.
     tree: Option<PathBuf>,
 }
 
-impl Bounds {
+impl LinkBounds {
     fn contain(&self, path: &Path) -> bool {
         [&self.root, &self.tree]
             .into_iter()
@@ -406,22 +412,86 @@ impl Bounds {
             .any(|b| path.starts_with(b))
     }
 
-    /// Where the SKILL.md link `path` leads when that is outside these bounds: a link to
-    /// a file elsewhere (`ln -s ~/.env skills/x/SKILL.md`) would put that file's text into
-    /// the prompt, so it is never read. A dangling link is judged by where it points.
-    fn escape(&self, path: &Path) -> Option<PathBuf> {
-        let target = std::fs::canonicalize(path).ok().or_else(|| {
-            let to = std::fs::read_link(path).ok()?;
-            let parent = std::fs::canonicalize(path.parent()?).ok()?;
-            Some(lexically_normal(&parent.join(to)))
-        });
-        match target {
-            Some(t) if self.contain(&t) => None,
-            Some(t) => Some(t),
-            // Neither resolvable nor readable as a link: nothing to read either.
-            None => None,
+    /// Why the SKILL.md link `path` must not be read, if it must not: it leads outside these
+    /// bounds (`ln -s ~/.env skills/x/SKILL.md` would put that file's text into the prompt),
+    /// or it leads to a file whose real path cannot be worked out (a chain of links longer
+    /// than the system resolves, which `open` may still follow). A dangling link is judged
+    /// by where it points.
+    pub fn refusal(&self, path: &Path) -> Option<String> {
+        let target = match std::fs::canonicalize(path) {
+            Ok(t) => t,
+            Err(e) if std::fs::metadata(path).is_ok() => {
+                return Some(format!(
+                    "a symlink whose target cannot be resolved ({e}): not read"
+                ))
+            }
+            Err(_) => {
+                let to = std::fs::read_link(path).ok()?;
+                let parent = std::fs::canonicalize(path.parent()?).ok()?;
+                lexically_normal(&parent.join(to))
+            }
+        };
+        (!self.contain(&target)).then(|| {
+            format!(
+                "a symlink to {}, outside the skill root: not read, so that no file outside the skill roots reaches a prompt",
+                target.display()
+            )
+        })
+    }
+
+    /// Checks, after `path` was opened as `opened`, that the file opened is the one the walk
+    /// found: `path` names it without a link, or through a link (when the walk saw one:
+    /// `bounds`) that leads inside the bounds.
+    #[cfg(unix)]
+    pub fn check_open(
+        bounds: Option<&LinkBounds>,
+        path: &Path,
+        opened: &std::fs::File,
+    ) -> Result<(), OpenMismatch> {
+        use std::os::unix::fs::MetadataExt;
+        let id = |m: &std::fs::Metadata| (m.dev(), m.ino());
+        let opened = opened.metadata().map_err(|_| OpenMismatch::Changed)?;
+        let here = std::fs::symlink_metadata(path).map_err(|_| OpenMismatch::Changed)?;
+        if !here.file_type().is_symlink() {
+            return if id(&here) == id(&opened) {
+                Ok(())
+            } else {
+                Err(OpenMismatch::Changed)
+            };
+        }
+        let Some(bounds) = bounds else {
+            return Err(OpenMismatch::Refused(
+                "became a symlink after the walk: not read (the next sync judges it)".into(),
+            ));
+        };
+        if let Some(why) = bounds.refusal(path) {
+            return Err(OpenMismatch::Refused(why));
+        }
+        match std::fs::canonicalize(path).and_then(std::fs::metadata) {
+            Ok(target) if id(&target) == id(&opened) => Ok(()),
+            _ => Err(OpenMismatch::Changed),
         }
     }
+
+    /// Without unix identities, the walk's check is the only one.
+    #[cfg(not(unix))]
+    pub fn check_open(
+        _: Option<&LinkBounds>,
+        _: &Path,
+        _: &std::fs::File,
+    ) -> Result<(), OpenMismatch> {
+        Ok(())
+    }
+}
+
+/// Why a file opened for reading is not the one the walk found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenMismatch {
+    /// It must not be read, for this reason.
+    Refused(String),
+    /// The path changed between the open and the check (a file replaced by a rename): open
+    /// it again.
+    Changed,
 }
 
 /// `path` with `.` and `..` resolved by name (for a link whose target does not exist).
@@ -444,16 +514,10 @@ fn lexically_normal(path: &Path) -> PathBuf {
 /// that is not a regular file, or when it is a link to a file outside `bounds`. A dangling
 /// link inside them is a candidate: Hermes offers a SKILL.md it cannot read under its folder
 /// name.
-fn skill_file(root: &SkillRoot, bounds: &Bounds, path: PathBuf, out: &mut Walked) {
+fn skill_file(root: &SkillRoot, bounds: &LinkBounds, path: PathBuf, out: &mut Walked) {
     let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-    if let Some(target) = is_link.then(|| bounds.escape(&path)).flatten() {
-        out.problems.push(Problem {
-            path,
-            reason: format!(
-                "a symlink to {}, outside the skill root: not read, so that no file outside the skill roots reaches a prompt",
-                target.display()
-            ),
-        });
+    if let Some(reason) = is_link.then(|| bounds.refusal(&path)).flatten() {
+        out.problems.push(Problem { path, reason });
         return;
     }
     let meta = match std::fs::metadata(&path) {
@@ -490,6 +554,7 @@ fn skill_file(root: &SkillRoot, bounds: &Bounds, path: PathBuf, out: &mut Walked
         },
         stat: FileStat::of(&meta),
         path,
+        link_bounds: is_link.then(|| std::sync::Arc::new(bounds.clone())),
     });
 }
 
@@ -506,7 +571,7 @@ struct Walked {
 /// folder a second time to detect loops, which doubles the cost of a hub-sized tree. So the
 /// main walk does not follow links, and each symlinked folder gets a walk of its own that
 /// does, with loop detection.
-fn walk(root: &SkillRoot, bounds: &Bounds, start: &Path, out: &mut Walked) {
+fn walk(root: &SkillRoot, bounds: &LinkBounds, start: &Path, out: &mut Walked) {
     let walker = walkdir::WalkDir::new(start)
         .follow_links(true)
         .sort_by_file_name()
@@ -555,7 +620,7 @@ fn walk(root: &SkillRoot, bounds: &Bounds, start: &Path, out: &mut Walked) {
 
 /// Walks a symlinked folder (already vetted by name) with links followed: a link back to an
 /// ancestor is a loop, reported; a link outside the skill root is walked and noted.
-fn symlinked_dir(root: &SkillRoot, bounds: &Bounds, link: &Path, out: &mut Walked) {
+fn symlinked_dir(root: &SkillRoot, bounds: &LinkBounds, link: &Path, out: &mut Walked) {
     if let Some(ancestor) = loops_back(link) {
         out.problems.push(Problem {
             path: link.to_path_buf(),
@@ -572,7 +637,7 @@ fn symlinked_dir(root: &SkillRoot, bounds: &Bounds, link: &Path, out: &mut Walke
             ),
         });
     }
-    let bounds = Bounds {
+    let bounds = LinkBounds {
         root: bounds.root.clone(),
         tree: bounds
             .tree

@@ -388,6 +388,36 @@ fn kinds() -> Vec<Kind> {
             expect: Expect::Skipped(&["outside the skill root: not read"]),
         },
         Kind {
+            name: "symlink-chain-too-long",
+            make: |h, d| {
+                // SKILL.md → a chain of relative links in a pruned folder whose resolved
+                // path is longer than the system resolves (realpath fails), though `open`
+                // follows it to a secret.
+                let outside = outside_of(h);
+                std::fs::create_dir_all(&outside).unwrap();
+                std::fs::write(outside.join("secret"), "quux root:x:0:0 secret\n").unwrap();
+                // Made by a shell that walks down with `cd`: the paths are too long to
+                // name whole.
+                let a = "A".repeat(200);
+                let eleven = vec![a.as_str(); 11].join("/");
+                let script = format!(
+                    "set -e; cd \"$0\"; mkdir .git; cd .git; i=0; while [ $i -lt 22 ]; do \
+                     mkdir {a}; cd -P {a}; [ $i -eq 10 ] && ln -s {eleven}/t n; i=$((i+1)); done; \
+                     ln -s \"$1\" t; cd \"$0\"; ln -s .git/{eleven}/n SKILL.md"
+                );
+                let st = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(script)
+                    .arg(d)
+                    .arg(outside.join("secret"))
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+                Some(format!("target {}", outside.display()))
+            },
+            expect: Expect::Skipped(&["cannot be resolved"]),
+        },
+        Kind {
             name: "symlink-inside",
             make: |_, d| {
                 // A link to another file inside the root is read, as Hermes reads it.

@@ -478,3 +478,43 @@ fn a_rebuild_replaces_a_damaged_file_that_a_reader_holds() {
     drop(ask);
     let _ = reader.wait();
 }
+
+/// A SKILL.md that the walk found to be a link inside the skill root (or a plain file) is
+/// switched to a link to a secret outside it between the walk and the read: the read checks
+/// again, so the secret is never read, and the file is reported instead.
+#[test]
+fn a_skill_file_switched_to_a_link_after_the_walk_is_not_read() {
+    let h = home_with_skills();
+    let secret = h.path().parent().unwrap().join(format!(
+        "{}-secret.txt",
+        h.path().file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&secret, "OPENAI_API_KEY=sk-live-zanzibar\n").unwrap();
+    let linked = h.path().join("skills/devops/linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::fs::write(
+        linked.join("real.md"),
+        "---\nname: linked\ndescription: a linked skill\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("real.md", linked.join("SKILL.md")).unwrap();
+    let plain = h.skill("devops/plain", "plain", "a plain skill");
+    let paused = Paused::start(sync(h.path()), "sync-after-scan");
+    for skill in [linked.join("SKILL.md"), plain] {
+        let tmp = skill.with_extension("tmp");
+        std::os::unix::fs::symlink(&secret, &tmp).unwrap();
+        std::fs::rename(&tmp, &skill).unwrap();
+    }
+    let report = ok(paused.go());
+    let _ = std::fs::remove_file(&secret);
+    assert!(search(h.path(), "zanzibar openai key").is_empty());
+    let skipped = report["skipped"].to_string();
+    assert!(
+        skipped.contains("devops/linked/SKILL.md") && skipped.contains("outside the skill root"),
+        "{skipped}"
+    );
+    assert!(
+        skipped.contains("devops/plain/SKILL.md") && skipped.contains("became a symlink"),
+        "{skipped}"
+    );
+}

@@ -164,11 +164,25 @@ impl Block {
     /// opening tag and before the closing one: for a block Hermes wrote, what
     /// [`crate::compact::compact_available_skills`] makes of it, minus anything that is not
     /// a whole rendering of an offered skill.
+    ///
+    /// A name or category holding a line break or another control character is left out
+    /// of it (the skill stays allowed): written as it is, it would draw lines of the
+    /// block's shape.
     pub fn names_only(&self) -> String {
+        let plain = |s: &str| !s.chars().any(char::is_control);
         let mut out = String::from("\n");
-        for g in self.groups.iter().filter(|g| !g.names.is_empty()) {
+        for g in self.groups.iter().filter(|g| plain(&g.category)) {
+            let names: Vec<&str> = g
+                .names
+                .iter()
+                .map(String::as_str)
+                .filter(|n| plain(n))
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
             let mark = if g.demoted { " [names only]" } else { "" };
-            out.push_str(&format!("  {}{mark}: {}\n", g.category, g.names.join(", ")));
+            out.push_str(&format!("  {}{mark}: {}\n", g.category, names.join(", ")));
         }
         out
     }
@@ -242,11 +256,14 @@ fn read_block(
             .strip_prefix("  ")
             .filter(|h| h.chars().next().is_some_and(|c| !c.is_whitespace()))
         {
-            current = None;
+            // A header of no offered category (a category description's continuation line,
+            // `  - x`, or a forged one) changes nothing: the entries that follow are still
+            // matched against the current category's renderings.
             match header.split_once(" [names only]: ") {
                 // A demoted category: its names on one line.
                 Some((category, names)) => {
                     if let Some(known) = by_category.get(category) {
+                        current = None;
                         block.groups.push(Group {
                             category: category.to_owned(),
                             demoted: true,
@@ -262,10 +279,10 @@ fn read_block(
                     let category = header
                         .split_once(": ")
                         .map_or_else(|| header.strip_suffix(':').unwrap_or(header), |(c, _)| c);
-                    current = by_category.get_key_value(category).map(|(c, _)| *c);
-                    if let Some(category) = current {
+                    if let Some((category, _)) = by_category.get_key_value(category) {
+                        current = Some(category);
                         block.groups.push(Group {
-                            category: category.to_owned(),
+                            category: (*category).to_owned(),
                             demoted: false,
                             names: Vec::new(),
                         });
@@ -362,6 +379,27 @@ mod tests {
             pairs(&verified(&text, &offered)),
             p(&[("a", "bodyonly"), ("a", "long"), ("b", "n1"), ("b", "n2")])
         );
+    }
+
+    #[test]
+    fn a_category_description_does_not_end_its_category() {
+        // DESCRIPTION.md descriptions are not cut and keep their newlines; a continuation
+        // line of the header's shape must not hide the category's skills.
+        let text = "<available_skills>\n  devops: Build things\n  - with a list item\n  not-a-category: x\n    - fine: ok\n</available_skills>";
+        let offered = vec![offered("devops", "fine", "ok")];
+        assert_eq!(pairs(&verified(text, &offered)), p(&[("devops", "fine")]));
+    }
+
+    #[test]
+    fn names_with_line_breaks_stay_out_of_the_names_only_block() {
+        let name = "x\n  web:\n    - hidden";
+        let text = format!(
+            "<available_skills>\n  a:\n    - {name}: d\n    - fine: ok\n</available_skills>"
+        );
+        let offered = vec![offered("a", name, "d"), offered("a", "fine", "ok")];
+        let blocks = read(&text, &offered);
+        assert_eq!(pairs(&allowed(&blocks)), p(&[("a", "fine"), ("a", name)]));
+        assert_eq!(blocks[0].names_only(), "\n  a: fine\n");
     }
 
     #[test]

@@ -190,6 +190,7 @@ pub fn sync_profile(
     report.skipped.extend(found.problems);
     report.warnings.extend(found.notices);
     report.listed = found.listed;
+    fail_point(store, failpoint::names::SYNC_AFTER_SCAN)?;
     let observed = observe::observe(found.found, &base.manifest, opts.progress);
     report.phase("hash and parse", &mut mark);
     report.hashed = observed

@@ -136,7 +136,7 @@ pub fn observe(
 }
 
 fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Observation {
-    let (bytes, hash, whole) = match read_limited(&candidate.path) {
+    let (bytes, hash, whole) = match read_limited(candidate) {
         Ok(r) => r,
         Err(ReadFailure::Vanished) => return Observation::Vanished,
         Err(ReadFailure::NotAFile(reason)) => {
@@ -203,6 +203,30 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
     }
 }
 
+/// Why [`open_checked`] gave no file.
+enum Opened {
+    Io(std::io::Error),
+    Refused(String),
+}
+
+/// Opens the candidate's file, checking that it is the file the walk found
+/// ([`crate::scan::LinkBounds::check_open`]); a path replaced in between (a rename) is
+/// opened again, a few times.
+fn open_checked(candidate: &Candidate) -> Result<std::fs::File, Opened> {
+    use crate::scan::{LinkBounds, OpenMismatch};
+    for _ in 0..3 {
+        let file = std::fs::File::open(&candidate.path).map_err(Opened::Io)?;
+        match LinkBounds::check_open(candidate.link_bounds.as_deref(), &candidate.path, &file) {
+            Ok(()) => return Ok(file),
+            Err(OpenMismatch::Refused(why)) => return Err(Opened::Refused(why)),
+            Err(OpenMismatch::Changed) => continue,
+        }
+    }
+    Err(Opened::Refused(
+        "kept changing while it was being read: not read (the next sync reads it)".into(),
+    ))
+}
+
 enum ReadFailure {
     Vanished,
     /// Not a regular file (a FIFO would block Hermes forever): skipped.
@@ -223,8 +247,13 @@ enum Whole {
 
 /// Reads a SKILL.md: the bytes (at most [`MAX_FILE_BYTES`]), the blake3 of the whole file,
 /// and whether the bytes are all of it. A larger file is streamed through the hash and a
-/// UTF-8 check, so it is read whole (as Hermes reads it) but never held whole.
-fn read_limited(path: &std::path::Path) -> Result<(Vec<u8>, [u8; 32], Whole), ReadFailure> {
+/// UTF-8 check, so it is read whole (as Hermes reads it) but never held whole. The file
+/// opened must be the one the walk found ([`LinkBounds::check_open`]), so a SKILL.md
+/// switched to a link to another file after the walk is not read.
+///
+/// [`LinkBounds::check_open`]: crate::scan::LinkBounds::check_open
+fn read_limited(candidate: &Candidate) -> Result<(Vec<u8>, [u8; 32], Whole), ReadFailure> {
+    let path = candidate.path.as_path();
     let fail = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => ReadFailure::Vanished,
         _ => ReadFailure::Unreadable(format!("cannot read: {e}")),
@@ -244,7 +273,10 @@ fn read_limited(path: &std::path::Path) -> Result<(Vec<u8>, [u8; 32], Whole), Re
     if !meta.is_file() {
         return Err(ReadFailure::NotAFile("not a regular file".into()));
     }
-    let mut file = std::fs::File::open(path).map_err(fail)?;
+    let mut file = open_checked(candidate).map_err(|e| match e {
+        Opened::Io(e) => fail(e),
+        Opened::Refused(why) => ReadFailure::NotAFile(why),
+    })?;
     let mut bytes = Vec::with_capacity(meta.len().min(MAX_FILE_BYTES) as usize);
     (&mut file)
         .take(MAX_FILE_BYTES)

@@ -620,6 +620,7 @@ mod tests {
                             rel: vec!["c".into(), name.clone(), "SKILL.md".into()],
                         },
                         stat: *s,
+                        link_bounds: None,
                     };
                     let hash = [*content; 32];
                     let observation = match base.manifest.get(key) {
