@@ -399,7 +399,7 @@ fn kinds() -> Vec<Kind> {
                 // Made by a shell that walks down with `cd`: the paths are too long to
                 // name whole.
                 let a = "A".repeat(200);
-                let eleven = vec![a.as_str(); 11].join("/");
+                let eleven = [a.as_str(); 11].join("/");
                 let script = format!(
                     "set -e; cd \"$0\"; mkdir .git; cd .git; i=0; while [ $i -lt 22 ]; do \
                      mkdir {a}; cd -P {a}; [ $i -eq 10 ] && ln -s {eleven}/t n; i=$((i+1)); done; \
