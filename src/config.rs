@@ -45,8 +45,9 @@ impl HermesConfig {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
+        // Hermes reads it with PyYAML: a repeated key keeps its last value, merge keys apply.
         let value: Value =
-            serde_yaml::from_str(&text).map_err(|source| ConfigError::Yaml { path, source })?;
+            crate::yaml::parse(&text).map_err(|source| ConfigError::Yaml { path, source })?;
         Ok(Self::from_value(&value))
     }
 

@@ -34,6 +34,7 @@ pub mod sync;
 pub mod tokenize;
 pub mod varint;
 pub mod watch;
+pub mod yaml;
 
 #[path = "../migrations/mod.rs"]
 pub mod migrations;

@@ -185,7 +185,7 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
             Vec::new()
         }
         Some(yaml) => {
-            match serde_yaml::from_str::<Value>(yaml) {
+            match crate::yaml::parse(yaml) {
                 Ok(Value::Mapping(map)) => map
                     .into_iter()
                     .filter_map(|(k, v)| scalar_string(&k).map(|k| (k, v)))

@@ -1,0 +1,141 @@
+//! YAML read as Hermes reads it (PyYAML's `safe_load`) where serde_yaml differs in ways that
+//! change what a skill is: a key given twice (PyYAML keeps the last, serde_yaml refuses the
+//! document) and merge keys (`<<: *base`, which PyYAML applies and serde_yaml keeps as a
+//! key named `<<`). The other YAML 1.1 readings PyYAML has (`yes` as a boolean, `010` as
+//! octal) are left as serde_yaml's 1.2 ones; `docs/offer-rules.md` lists them.
+
+use serde::de::{
+    Deserialize, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
+};
+use serde_yaml::value::{Tag, TaggedValue};
+use serde_yaml::{Mapping, Value};
+
+/// Parses `text` as PyYAML would for the shapes above: the last of repeated keys wins, and
+/// merge keys are applied.
+pub fn parse(text: &str) -> Result<Value, serde_yaml::Error> {
+    let Loose(mut value) = serde_yaml::from_str(text)?;
+    value.apply_merge()?;
+    Ok(value)
+}
+
+/// A value whose mappings keep the last of repeated keys.
+struct Loose(Value);
+
+impl<'de> Deserialize<'de> for Loose {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LooseVisitor).map(Loose)
+    }
+}
+
+struct LooseVisitor;
+
+impl<'de> Visitor<'de> for LooseVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Loose::deserialize(d).map(|l| l.0)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(Loose(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Sequence(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Mapping::new();
+        while let Some((Loose(k), Loose(v))) = map.next_entry()? {
+            // PyYAML's mapping: a repeated key takes the later value.
+            out.insert(k, v);
+        }
+        Ok(Value::Mapping(out))
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
+        let (tag, variant): (String, _) = data.variant()?;
+        let Loose(value) = variant.newtype_variant()?;
+        Ok(Value::Tagged(Box::new(TaggedValue {
+            tag: Tag::new(tag),
+            value,
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
+        v.get(key).unwrap_or(&Value::Null)
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value() {
+        let v = parse("name: a\ndescription: first\ndescription: second\n").unwrap();
+        assert_eq!(get(&v, "description"), &Value::String("second".into()));
+        assert!(serde_yaml::from_str::<Value>("a: 1\na: 2\n").is_err());
+    }
+
+    #[test]
+    fn merge_keys_are_applied() {
+        let text = "base: &b\n  requires_toolsets: [browser]\nmetadata:\n  hermes:\n    <<: *b\n    tags: [x]\n";
+        let v = parse(text).unwrap();
+        let hermes = get(get(&v, "metadata"), "hermes");
+        assert_eq!(
+            get(hermes, "requires_toolsets"),
+            &Value::Sequence(vec![Value::String("browser".into())])
+        );
+        assert_eq!(hermes.get("<<"), None);
+    }
+
+    #[test]
+    fn plain_documents_read_as_serde_yaml_reads_them() {
+        for text in [
+            "name: x\ndescription: >\n  folded\n  text\ntags: [a, b]\nn: 1.5\nt: !custom 3\n",
+            "- a\n- {b: null}\n",
+            "",
+        ] {
+            let mine = parse(text).unwrap();
+            let theirs: Value = serde_yaml::from_str(text).unwrap();
+            assert_eq!(mine, theirs, "{text}");
+        }
+    }
+}
