@@ -104,8 +104,14 @@ fn read_config(config: &Path) -> Result<Option<String>, HermesError> {
 /// [`uninstall`].
 pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
     let dir = profile.home.join("plugins").join(PLUGIN_NAME);
+    // Checked before anything is made: a linked `plugins/` must not get a folder either.
+    if let Some(plugins) = dir.parent().filter(|p| p.exists()) {
+        own_folder(&profile.home, plugins, &["plugins"])?;
+    }
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    own_folder(&profile.home, &dir)?;
+    own_folder(&profile.home, &dir, &["plugins", PLUGIN_NAME])?;
+    let config = profile.home.join("config.yaml");
+    same_owner(&profile.home, &config)?;
     for name in PLUGIN_FILES
         .map(|(name, _)| name)
         .into_iter()
@@ -124,7 +130,6 @@ pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
             files_changed = true;
         }
     }
-    let config = profile.home.join("config.yaml");
     let before = read_config(&config)?;
     let edited =
         enable_in_config(before.as_deref().unwrap_or(""), PLUGIN_NAME).map_err(|detail| {
@@ -156,15 +161,17 @@ pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
     })
 }
 
-/// Refuses a plugin folder that is not where it seems: `plugins/` or the folder itself a
-/// link (`ln -s /elsewhere plugins/skill-retrieval`), so that an install, perhaps run by
-/// root for another user's home, never writes through it.
-fn own_folder(home: &Path, dir: &Path) -> Result<(), HermesError> {
+/// Refuses a folder that is not where it seems: `dir`, `home` joined with `parts`, must be
+/// that folder of the home, not reached through a link (`ln -s /elsewhere
+/// plugins/skill-retrieval`), so that an install, perhaps run by root for another user's
+/// home, never writes through one.
+fn own_folder(home: &Path, dir: &Path, parts: &[&str]) -> Result<(), HermesError> {
     let real = std::fs::canonicalize(dir).map_err(io(dir))?;
-    let expected = std::fs::canonicalize(home)
-        .map_err(io(home))?
-        .join("plugins")
-        .join(PLUGIN_NAME);
+    let expected = parts
+        .iter()
+        .fold(std::fs::canonicalize(home).map_err(io(home))?, |p, part| {
+            p.join(part)
+        });
     if real == expected {
         Ok(())
     } else {
@@ -173,6 +180,30 @@ fn own_folder(home: &Path, dir: &Path) -> Result<(), HermesError> {
             target: real,
         })
     }
+}
+
+/// Refuses a `config.yaml` that is a link to a file of another owner than the profile home's
+/// (a dotfiles link of the home's own user is followed, as before; a link to a file another
+/// user owns, `/etc/…` for root, is not written through).
+#[cfg(unix)]
+fn same_owner(home: &Path, config: &Path) -> Result<(), HermesError> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(target) = std::fs::read_link(config) else {
+        return Ok(());
+    };
+    let owner = |p: &Path| std::fs::metadata(p).map(|m| m.uid());
+    match (owner(home), owner(config)) {
+        (Ok(a), Ok(b)) if a != b => Err(HermesError::Linked {
+            path: config.to_owned(),
+            target,
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+fn same_owner(_: &Path, _: &Path) -> Result<(), HermesError> {
+    Ok(())
 }
 
 /// Removes the plugin from `plugins.enabled` and deletes its folder. When config.yaml is
@@ -777,6 +808,42 @@ mod tests {
             std::fs::read_to_string(elsewhere.join("__init__.py")).expect("read"),
             "theirs"
         );
+        // A linked `plugins/` gets nothing made in its target.
+        std::fs::remove_dir_all(home.join("plugins")).expect("rm");
+        let other = t.path().join("other-plugins");
+        std::fs::create_dir_all(&other).expect("mkdir");
+        std::os::unix::fs::symlink(&other, home.join("plugins")).expect("symlink");
+        assert!(matches!(install(&profile), Err(HermesError::Linked { .. })));
+        assert_eq!(std::fs::read_dir(&other).expect("ls").count(), 0);
+    }
+
+    #[test]
+    fn install_never_writes_through_a_config_link_to_another_users_file() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let home = t.path().join("home");
+        std::fs::create_dir_all(home.join("skills")).expect("mkdir");
+        let theirs = t.path().join("their-config.yaml");
+        std::fs::write(&theirs, "model: x\n").expect("write");
+        if std::os::unix::fs::chown(&theirs, Some(12345), None).is_err() {
+            eprintln!("SKIPPED: not root, cannot give a file to another user");
+            return;
+        }
+        std::os::unix::fs::symlink(&theirs, home.join("config.yaml")).expect("symlink");
+        let profile = Root::locate(Some(&home))
+            .expect("root")
+            .profile("default")
+            .expect("profile");
+        assert!(matches!(install(&profile), Err(HermesError::Linked { .. })));
+        assert_eq!(
+            std::fs::read_to_string(&theirs).expect("read"),
+            "model: x\n"
+        );
+        // The home's own user's link (dotfiles) is followed.
+        std::os::unix::fs::chown(&theirs, Some(0), None).expect("chown");
+        install(&profile).expect("install");
+        assert!(std::fs::read_to_string(&theirs)
+            .expect("read")
+            .contains("skill-retrieval"));
     }
 
     #[test]
