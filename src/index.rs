@@ -376,6 +376,11 @@ impl Index {
         if let Some(postings) = store::open_or_none(&self.store, &txn, tables.postings())? {
             out.terms = store::row_count(&self.store, &postings)?;
         }
+        if let Some(state) = store::open_or_none(&self.store, &txn, tables.state())? {
+            let walked: Option<Vec<Problem>> =
+                store::get_lenient(&self.store, &state, store::WALK_PROBLEMS)?;
+            out.skipped.extend(walked.unwrap_or_default());
+        }
         if let Some(manifest) = store::open_or_none(&self.store, &txn, tables.manifest())? {
             for row in manifest.iter().map_err(|e| self.store.err(e))? {
                 let (k, v) = row.map_err(|e| self.store.err(e))?;

@@ -234,6 +234,8 @@ struct State {
     status: LiveStatus,
     /// No background sync starts before this.
     retry_at: Option<Instant>,
+    /// A query found the file damaged: the next background sync rebuilds it.
+    rebuild_due: bool,
 }
 
 /// Wakes the snapshot pump: at once when a query saw the file change, else every
@@ -355,8 +357,26 @@ impl Inner {
     /// Runs `f` on the latest read snapshot without waiting for one: when the file changed
     /// since it was taken, the pump is woken to take a new one and this query still
     /// answers from the last commit it has. Only a handle's first query begins a
-    /// transaction itself.
+    /// transaction itself. A query that finds the file damaged makes the next background
+    /// sync build it again.
     fn with_view<T>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&crate::store::Store, &redb::ReadTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, Error> {
+        let out = self.view_and(f);
+        if let Err(Error::Store(e)) = &out {
+            if e.is_corrupt() && !self.opts.readonly {
+                // A file cut short after its last commit is noticed by the first query that
+                // reads a missing page (a sync with nothing to change reads too little):
+                // the next background sync builds it again, the damaged file kept aside.
+                self.state().rebuild_due = true;
+            }
+        }
+        out
+    }
+
+    /// [`Inner::with_view`]'s work.
+    fn view_and<T>(
         self: &Arc<Self>,
         f: impl FnOnce(&crate::store::Store, &redb::ReadTransaction) -> Result<T, StoreError>,
     ) -> Result<T, Error> {
@@ -555,6 +575,10 @@ impl LiveIndex {
         match inner.current() {
             Ok(_) => {}
             Err(Error::Store(StoreError::Missing(_))) if !opts.readonly => {}
+            // A damaged file is built again by the first sync (`prepare`, `refresh`).
+            Err(Error::Store(e)) if e.is_corrupt() && !opts.readonly => {
+                inner.state().rebuild_due = true;
+            }
             Err(e) => return Err(e),
         }
         Ok(LiveIndex { inner })
@@ -599,6 +623,10 @@ impl LiveIndex {
             if st.status.syncing || st.retry_at.is_some_and(|t| Instant::now() < t) {
                 return false;
             }
+            if st.rebuild_due {
+                drop(st);
+                return self.schedule(0);
+            }
         }
         let mut fresh = match inner.freshness.try_lock() {
             Ok(f) => f,
@@ -626,6 +654,7 @@ impl LiveIndex {
         let job = Job {
             inner: Arc::clone(inner),
             signature,
+            rebuild: std::mem::take(&mut inner.state().rebuild_due),
         };
         let spawned = std::thread::Builder::new()
             .name("skillidx-sync".into())
@@ -686,6 +715,10 @@ impl LiveIndex {
         let built = match self.inner.current() {
             Ok((h, _)) => h.index.profiles()?.contains(&self.inner.profile.name),
             Err(Error::Store(StoreError::Missing(_))) => false,
+            Err(Error::Store(e)) if e.is_corrupt() && !self.inner.opts.readonly => {
+                self.inner.state().rebuild_due = false;
+                return self.sync(true).map(Some);
+            }
             Err(e) => return Err(e),
         };
         if built || self.inner.opts.readonly {
@@ -799,6 +832,8 @@ impl LiveIndex {
 struct Job {
     inner: Arc<Inner>,
     signature: u64,
+    /// Build the profile again, moving a damaged file aside first.
+    rebuild: bool,
 }
 
 enum Outcome {
@@ -865,12 +900,19 @@ impl Job {
     fn sync(&self) -> Outcome {
         let (db, profile) = (&self.inner.db, &self.inner.profile);
         let opts = SyncOptions {
+            rebuild: self.rebuild,
             #[cfg(feature = "semantic")]
             semantic: self.inner.semantic.get().map(|s| s.model()),
             ..Default::default()
         };
-        let work =
-            || -> Result<SyncReport, Error> { Index::open_for_sync(db)?.sync(profile, &opts) };
+        let work = || -> Result<SyncReport, Error> {
+            let index = if self.rebuild {
+                Index::open_for_rebuild(db, &profile.root)?.0
+            } else {
+                Index::open_for_sync(db)?
+            };
+            index.sync(profile, &opts)
+        };
         let result = catch_unwind(AssertUnwindSafe(|| match pool() {
             Some(pool) => pool.install(work),
             None => work(),

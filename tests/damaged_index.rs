@@ -128,6 +128,55 @@ fn a_truncated_index_is_damage_with_advice() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("s7"));
 }
 
+/// Cut anywhere, an index never gets a sync that says all is well while queries say it is
+/// damaged: a sync that succeeds on a truncated file leaves one that answers (a repair
+/// verifies every page, so a file cut on a boundary is not "repaired" into one that points
+/// at missing pages).
+#[test]
+fn a_sync_that_succeeds_on_a_cut_file_leaves_one_that_answers() {
+    for skills in [2, 300] {
+        cut_everywhere(skills);
+    }
+}
+
+fn cut_everywhere(skills: usize) {
+    let h = Home::new();
+    for i in 0..skills {
+        h.skill(
+            &format!("c/s{i}"),
+            &format!("s{i}"),
+            &format!("skill about topic{i}"),
+        );
+    }
+    assert!(cli(&h, &["sync"]).status.success());
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert!(cli(&h, &["sync"]).status.success());
+    let full = std::fs::read(h.db()).unwrap();
+    let mut cuts: Vec<usize> = (1..full.len() / 4096).map(|i| i * 4096).collect();
+    cuts.extend([full.len() / 2, full.len() / 2 + 512, full.len() - 1]);
+    for cut in cuts {
+        std::fs::write(h.db(), &full[..cut]).unwrap();
+        let sync = cli(&h, &["sync"]);
+        let err = String::from_utf8_lossy(&sync.stderr).into_owned();
+        if !sync.status.success() {
+            assert!(
+                err.contains("--rebuild") || err.contains("run `skillidx sync`"),
+                "{cut}: {err}"
+            );
+            continue;
+        }
+        for args in [&["search", "topic1"][..], &["list"]] {
+            let out = cli(&h, args);
+            assert!(
+                out.status.success(),
+                "cut at {cut} of {}: sync succeeded, but {args:?} says: {}",
+                full.len(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
 #[test]
 fn a_foreign_redb_file_is_refused() {
     let h = Home::new();
@@ -257,4 +306,49 @@ fn a_document_without_its_word_order_is_analysed_instead() {
     }
     // Analysed from the records instead: the same answer, scores included.
     assert_eq!(search(), before);
+}
+
+/// A file cut short after its last commit: a sync with nothing to change reads too little to
+/// notice, so the first query that reads a missing page says the file is damaged; a
+/// long-running index (the plugin's) then rebuilds it in the background, keeping the
+/// damaged file aside, and answers from the new one.
+#[test]
+fn a_long_running_index_rebuilds_a_file_a_query_found_damaged() {
+    use skillidx::refresh::{LiveIndex, LiveOptions};
+    let h = Home::new();
+    h.skill(
+        "devops/docker",
+        "docker-cleanup",
+        "Remove dangling docker images",
+    );
+    h.skill(
+        "web/browse",
+        "browse-site",
+        "Browse a website with the browser",
+    );
+    assert!(cli(&h, &["sync"]).status.success());
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert!(cli(&h, &["sync"]).status.success());
+    let len = std::fs::metadata(h.db()).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(h.db())
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let live = LiveIndex::locate(Some(h.path()), None, None, LiveOptions::default()).unwrap();
+    let opts = skillidx::search::SearchOptions::default();
+    let e = live.search("docker images", &opts).expect_err("a cut file");
+    assert!(e.to_string().contains("sync --rebuild"), "{e}");
+    assert!(live.refresh(), "the damage schedules a rebuild");
+    assert!(live.wait(Some(std::time::Duration::from_secs(60))));
+    assert_eq!(live.status().sync_error, None);
+    let hits = live.search("docker images", &opts).unwrap();
+    assert_eq!(hits[0].id, "docker-cleanup");
+    let aside: Vec<_> = std::fs::read_dir(h.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".broken-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "the damaged file is kept aside");
 }

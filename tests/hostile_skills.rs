@@ -190,7 +190,8 @@ fn kinds() -> Vec<Kind> {
                     "---\nname: zoo-dup\nname: zoo-dup-again\ndescription: quux one\ndescription: quux two\n---\nBody\n",
                 )
             },
-            expect: Expect::Fallback(&["not valid YAML"]),
+            // Read as PyYAML reads it: the last of each key.
+            expect: Expect::Indexed,
         },
         Kind {
             name: "bom-crlf",
@@ -934,6 +935,17 @@ fn a_skill_file_linked_from_outside_the_roots_is_never_read() {
         "{r:#?}"
     );
     let index = Index::open(&h.db()).unwrap();
+    // `stats` reports them too, after the sync.
+    let stats = index.stats("default").unwrap();
+    assert!(
+        stats
+            .skipped
+            .iter()
+            .any(|p| p.path.ends_with("devops/env-helper/SKILL.md")
+                && p.reason.contains("outside the skill root")),
+        "{:?}",
+        stats.skipped
+    );
     let ids: Vec<String> = index
         .list("default")
         .unwrap()

@@ -160,6 +160,17 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the error says the file's contents are damaged (a truncated or scribbled
+    /// file, a record that does not decode): what `sync --rebuild` repairs.
+    pub fn is_corrupt(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Corrupt { .. }
+                | StoreError::BadRecord { .. }
+                | StoreError::RedbPanic { .. }
+        )
+    }
+
     /// Whether the error says the file (or this process's handle on it) is damaged: a
     /// long-running reader opens the file again before its next request.
     pub fn is_damage(&self) -> bool {
@@ -227,14 +238,17 @@ impl Store {
                 shared: Mutex::default(),
             },
             Err(redb::DatabaseError::RepairAborted) => {
+                // A repair rebuilds the header from the file's length, so a file cut short
+                // (on a region boundary) would "repair" into one that points at missing pages
+                // and fails every query: verify every page while repairing, which is rare.
                 return reader_writes(path)
-                    .and_then(|()| Self::open_write_inner(path, false))
+                    .and_then(|()| Self::open_write_inner(path, true))
                     .map_err(|e| {
                         needs_write(
                             e,
                             "was left unclean by a process that ended while writing it",
                         )
-                    })
+                    });
             }
             Err(e) => return Err(map_redb(path, e.into())),
         };
@@ -628,6 +642,28 @@ pub fn project_seed(store: &Store, txn: &WriteTransaction, tables: &ProfileTable
     seed.retain(|_, _| false).map_err(|e| store.err(e))?;
     let rows = rows.iter().map(|(t, p)| (t.as_str(), p.as_slice()));
     insert_sorted(&mut seed, rows).map_err(|e| store.err(e))
+}
+
+/// The `state` key of what the last committing sync's walk could not use (a symlink loop, a
+/// FIFO, a link out of the skill root): a postcard `Vec<Problem>`, for `stats`.
+pub const WALK_PROBLEMS: &str = "walk_problems";
+
+/// Records what the walk could not use, in the sync's write transaction.
+pub fn put_walk_problems(
+    store: &Store,
+    txn: &WriteTransaction,
+    tables: &ProfileTables,
+    problems: &[crate::scan::Problem],
+) -> Result<()> {
+    let mut state = txn.open_table(tables.state()).map_err(|e| store.err(e))?;
+    if problems.is_empty() {
+        state.remove(WALK_PROBLEMS).map_err(|e| store.err(e))?;
+    } else {
+        state
+            .insert(WALK_PROBLEMS, encode(&problems).as_slice())
+            .map_err(|e| store.err(e))?;
+    }
+    Ok(())
 }
 
 /// The record under `key` in `table`, or `None` when it is missing or does not decode:

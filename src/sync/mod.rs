@@ -177,7 +177,7 @@ pub fn sync_profile(
     let snapshot = ConfigSnapshot::of(&config);
     let roots = scan::skill_roots(&profile.home, &config);
     let mut mark = Instant::now();
-    let (base, dir_cache) = if opts.rebuild {
+    let (base, dir_cache, base_problems) = if opts.rebuild {
         Default::default()
     } else {
         read_base(store, &tables)?
@@ -187,6 +187,9 @@ pub fn sync_profile(
 
     let found = scan::scan(&roots, &dir_cache, now);
     report.phase("scan", &mut mark);
+    // What the walk could not use is kept for `stats`, written when it changes.
+    let problems_changed = found.problems != base_problems;
+    let problems = problems_changed.then(|| found.problems.clone());
     report.skipped.extend(found.problems);
     report.warnings.extend(found.notices);
     report.listed = found.listed;
@@ -231,7 +234,12 @@ pub fn sync_profile(
     let vectors_dirty = vectors.as_ref().is_some_and(embed::Prepared::dirty);
     #[cfg(not(feature = "semantic"))]
     let vectors_dirty = false;
-    if !opts.rebuild && planned.is_empty() && !dirs_worth_writing && !vectors_dirty {
+    if !opts.rebuild
+        && planned.is_empty()
+        && !dirs_worth_writing
+        && !vectors_dirty
+        && !problems_changed
+    {
         report.take_tally(planned.tally);
         report.generation = base.stats.generation;
         (report.active, report.inactive) = base.offered_counts();
@@ -331,8 +339,11 @@ pub fn sync_profile(
     if let Some(vectors) = &vectors {
         embed::write(store, &txn, &profile.name, vectors)?;
     }
+    if let Some(problems) = &problems {
+        store::put_walk_problems(store, &txn, &tables, problems)?;
+    }
     report.phase("apply", &mut mark);
-    if changed || dirs_worth_writing || vectors_dirty {
+    if changed || dirs_worth_writing || vectors_dirty || problems_changed {
         fail_point(store, failpoint::names::SYNC_BEFORE_COMMIT)?;
         store.commit(txn)?;
         report.phase("commit", &mut mark);
@@ -357,15 +368,17 @@ pub fn sync_profile(
 fn read_base(
     store: &Store,
     tables: &ProfileTables,
-) -> Result<(Committed, scan::DirCache), StoreError> {
+) -> Result<(Committed, scan::DirCache, Vec<scan::Problem>), StoreError> {
     let txn = store.read()?;
     let mut base = Committed::default();
     let mut dirs = scan::DirCache::default();
+    let mut problems = Vec::new();
     if let Some(manifest) = store::open_or_none(store, &txn, tables.manifest())? {
         base.manifest = read_manifest(store, &manifest)?;
     }
     if let Some(state) = store::open_or_none(store, &txn, tables.state())? {
         (base.stats, base.config) = read_state(store, &state)?;
+        problems = store::get_lenient(store, &state, store::WALK_PROBLEMS)?.unwrap_or_default();
     }
     if let Some(table) = store::open_or_none(store, &txn, tables.dirs())? {
         for row in table.iter().map_err(|e| store.err(e))? {
@@ -376,7 +389,7 @@ fn read_base(
             );
         }
     }
-    Ok((base, dirs))
+    Ok((base, dirs, problems))
 }
 
 /// Reads the committed state inside the sync's write transaction.
