@@ -273,6 +273,24 @@ struct PyIndex {
     sessions: crate::hermes::Sessions,
 }
 
+/// What a request told of its session: its tools and toolsets (both, or neither), and its
+/// messaging platform.
+fn shape(
+    tools: Option<Vec<String>>,
+    toolsets: Option<Vec<String>>,
+    platform: Option<String>,
+) -> crate::hermes::Shape {
+    crate::hermes::Shape {
+        tools: tools.map(|t| {
+            (
+                t.into_iter().collect(),
+                toolsets.unwrap_or_default().into_iter().collect(),
+            )
+        }),
+        platform: platform.filter(|p| !p.is_empty()),
+    }
+}
+
 /// The allow-list a call asks for: the session's (kept by [`PyIndex::allow`]), or explicit
 /// pairs; `None` when neither is known (the engine's own rules decide).
 fn allow_list(
@@ -593,9 +611,10 @@ impl PyIndex {
     /// list for the session `session`, trusting only whole renderings of skills the engine
     /// offers with the session's `tools` and `toolsets` (when the request told them), and
     /// keeps it as the session's allow-list for `retrieve`, `candidates` and
-    /// `filter_retrieved`. Returns how many skills it lists. Read once per index state,
-    /// block and tools; the last 256 sessions are remembered.
-    #[pyo3(signature = (session, system, tools=None, toolsets=None))]
+    /// `filter_retrieved`; `platform` is the session's messaging platform as Hermes reads it
+    /// (`None`: this process's environment). Returns how many skills it lists. Read once per
+    /// index state, block, tools and platform; the last 256 sessions are remembered.
+    #[pyo3(signature = (session, system, tools=None, toolsets=None, platform=None))]
     fn allow(
         &self,
         py: Python<'_>,
@@ -603,17 +622,13 @@ impl PyIndex {
         system: String,
         tools: Option<Vec<String>>,
         toolsets: Option<Vec<String>>,
+        platform: Option<String>,
     ) -> PyResult<usize> {
+        let shape = shape(tools, toolsets, platform);
         detached(py, || {
-            let tools = tools.map(|t| {
-                (
-                    t.into_iter().collect(),
-                    toolsets.unwrap_or_default().into_iter().collect(),
-                )
-            });
             Ok(self
                 .sessions
-                .allow(&self.live, &session, &system, tools)?
+                .allow(&self.live, &session, &system, shape)?
                 .len())
         })
     }
@@ -621,7 +636,8 @@ impl PyIndex {
     /// The request's system texts, `texts`, after [`PyIndex::allow`] has read them (joined by
     /// newlines) for `session`: with `compact`, each `<available_skills>` block rewritten to
     /// names only, from what was read (so lines a description forged are gone too).
-    #[pyo3(signature = (session, texts, tools=None, toolsets=None, compact=true))]
+    #[pyo3(signature = (session, texts, tools=None, toolsets=None, compact=true, platform=None))]
+    #[allow(clippy::too_many_arguments)]
     fn rewrite_system(
         &self,
         py: Python<'_>,
@@ -630,17 +646,13 @@ impl PyIndex {
         tools: Option<Vec<String>>,
         toolsets: Option<Vec<String>>,
         compact: bool,
+        platform: Option<String>,
     ) -> PyResult<Vec<String>> {
+        let shape = shape(tools, toolsets, platform);
         detached(py, || {
-            let tools = tools.map(|t| {
-                (
-                    t.into_iter().collect(),
-                    toolsets.unwrap_or_default().into_iter().collect(),
-                )
-            });
             Ok(self
                 .sessions
-                .rewrite(&self.live, &session, &texts, tools, compact)?)
+                .rewrite(&self.live, &session, &texts, shape, compact)?)
         })
     }
 

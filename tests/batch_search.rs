@@ -78,7 +78,7 @@ fn a_line_that_is_not_utf8_gets_its_own_error_and_the_batch_goes_on() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"{\"query\":\"\xff\"}\n{\"id\": 2, \"query\":\"wombat\"}\n\xc3\n")
+        .write_all(b"{\"query\":\"\xff\"}\n{\"id\": 2, \"query\":\"wombat\"}\n\xc3\n \xc2\xa0\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -87,7 +87,11 @@ fn a_line_that_is_not_utf8_gets_its_own_error_and_the_batch_goes_on() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    assert!(answers[3]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("line 4: no request"));
     assert!(answers[0]["error"]
         .as_str()
         .unwrap()

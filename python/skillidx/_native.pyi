@@ -206,10 +206,23 @@ class Index:
         system: str,
         tools: Optional[Sequence[str]] = None,
         toolsets: Optional[Sequence[str]] = None,
+        platform: Optional[str] = None,
     ) -> int:
         """Reads what Hermes' ``<available_skills>`` block in ``system`` lists for the session,
         trusting only whole renderings of skills the engine offers with these tools; keeps it as
         the session's allow-list and returns how many skills it lists."""
+    def rewrite_system(
+        self,
+        session: str,
+        texts: Sequence[str],
+        tools: Optional[Sequence[str]] = None,
+        toolsets: Optional[Sequence[str]] = None,
+        compact: bool = True,
+        platform: Optional[str] = None,
+    ) -> List[str]:
+        """``allow`` over the request's system texts (joined by newlines), then, with
+        ``compact``, each ``<available_skills>`` block rewritten to names only from what was
+        read."""
     def allowed(self, session: str) -> Optional[List[Tuple[str, str]]]:
         """The session's allow-list, ``None`` before ``allow`` saw it."""
     def filter_retrieved(self, text: str, session: str, inject_k: int) -> str:

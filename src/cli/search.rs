@@ -105,8 +105,8 @@ struct Batch<'a> {
     template: &'a SearchOptions,
 }
 
-/// Answers each JSON line of stdin with one JSON line, `{"hits": …}` or `{"error": …}`: a
-/// line that is not UTF-8 or not a request gets an error of its own and the batch goes on.
+/// Answers each line of stdin with one JSON line, `{"hits": …}` or `{"error": …}`: a line
+/// that is blank, not UTF-8 or not a request gets an error of its own and the batch goes on.
 /// The index follows its path (a file replaced by `sync --rebuild` is opened again), so a
 /// long-running batch recovers from a damaged file once it is rebuilt.
 fn batch(mut b: Batch<'_>) -> Result<ExitCode> {
@@ -124,7 +124,11 @@ fn batch(mut b: Batch<'_>) -> Result<ExitCode> {
         }
         n += 1;
         let answer = match std::str::from_utf8(&line) {
-            Ok(text) if text.trim().is_empty() => continue,
+            // One answer per line, a blank one included: a client that waits for each
+            // answer must not wait forever.
+            Ok(text) if text.trim().is_empty() => {
+                serde_json::json!({ "error": format!("line {n}: no request on it") })
+            }
             Ok(text) => b.answer(text, n),
             Err(e) => serde_json::json!({
                 "error": format!("line {n}: not valid UTF-8 (first bad byte at offset {})", e.valid_up_to())

@@ -379,7 +379,7 @@ pub use install::{
     InstallReport,
 };
 pub use listing::Allowed;
-pub use sessions::Sessions;
+pub use sessions::{Sessions, Shape};
 pub use status::{status, Comparison, Status};
 
 #[cfg(test)]

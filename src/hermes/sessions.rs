@@ -22,14 +22,23 @@ pub const SESSIONS: usize = 256;
 /// How many distinct readings are kept.
 const READINGS: usize = 8;
 
+/// What a request tells of its session, besides its block.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The session's tools and toolsets, when the request told them.
+    pub tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+    /// The session's messaging platform, as Hermes' builder reads it (`None`: the engine
+    /// reads this process's environment).
+    pub platform: Option<String>,
+}
+
 /// What a reading depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
     state: IndexState,
     /// blake3 of the system text the block was read from.
     text: [u8; 32],
-    /// The session's tools and toolsets, when the request told them.
-    tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+    shape: Shape,
 }
 
 #[derive(Debug)]
@@ -57,17 +66,17 @@ pub struct Sessions {
 
 impl Sessions {
     /// Reads what the `<available_skills>` blocks of `system` list for the session (its
-    /// tools and toolsets, when the request told them), keeps it as the session's
+    /// tools, toolsets and platform, when the request told them: `shape`), keeps it as the session's
     /// allow-list, and returns it. Read once per index state, block and tools.
     pub fn allow(
         &self,
         live: &LiveIndex,
         session_id: &str,
         system: &str,
-        tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+        shape: Shape,
     ) -> Result<Arc<Allowed>, Error> {
         Ok(Arc::clone(
-            &self.reading(live, session_id, system, tools)?.allowed,
+            &self.reading(live, session_id, system, shape)?.allowed,
         ))
     }
 
@@ -81,10 +90,10 @@ impl Sessions {
         live: &LiveIndex,
         session_id: &str,
         texts: &[String],
-        tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+        shape: Shape,
         compact: bool,
     ) -> Result<Vec<String>, Error> {
-        let reading = self.reading(live, session_id, &texts.join("\n"), tools)?;
+        let reading = self.reading(live, session_id, &texts.join("\n"), shape)?;
         let found: usize = texts.iter().map(|t| blocks_in(t).len()).sum();
         if !compact || found != reading.blocks.len() {
             return Ok(texts.to_vec());
@@ -116,12 +125,12 @@ impl Sessions {
         live: &LiveIndex,
         session_id: &str,
         system: &str,
-        tools: Option<(BTreeSet<String>, BTreeSet<String>)>,
+        shape: Shape,
     ) -> Result<Arc<Reading>, Error> {
         let key = Key {
             state: live.state()?,
             text: *blake3::hash(system.as_bytes()).as_bytes(),
-            tools,
+            shape,
         };
         let found = {
             let st = self.lock();
@@ -182,9 +191,12 @@ impl Sessions {
 /// Reads the block against the engine's offer for the session the key describes.
 fn read(live: &LiveIndex, key: Key, system: &str) -> Result<Reading, Error> {
     let mut session = Session::detect(&live.profile().home);
-    if let Some((tools, toolsets)) = &key.tools {
+    if let Some((tools, toolsets)) = &key.shape.tools {
         session.tools = Some(tools.clone());
         session.toolsets = Some(toolsets.clone());
+    }
+    if let Some(platform) = &key.shape.platform {
+        session.platform = Some(platform.clone());
     }
     let (state, offered) = live.offered(&session)?;
     let blocks = listing::read(system, &offered);

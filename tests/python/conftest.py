@@ -195,6 +195,8 @@ args = json.load(sys.stdin)
 os.environ["HERMES_HOME"] = args["home"]
 for v in ("HERMES_PLATFORM", "HERMES_SESSION_PLATFORM"):
     os.environ.pop(v, None)
+if args.get("platform"):
+    os.environ["HERMES_PLATFORM"] = args["platform"]
 from agent import prompt_builder as pb
 tools = None if args["tools"] is None else set(args["tools"])
 toolsets = None if args["toolsets"] is None else set(args["toolsets"])
@@ -202,9 +204,11 @@ print(json.dumps(pb.build_skills_system_prompt(tools, toolsets)))
 """
 
 
-def hermes_skills_prompt(home: Path, tools: Any = None, toolsets: Any = None) -> str:
+def hermes_skills_prompt(home: Path, tools: Any = None, toolsets: Any = None,
+                         platform: Any = None) -> str:
     """The skills part of the system prompt Hermes' own builder writes for ``home`` with these
-    tools and toolsets (``None``: no tool information), from a fresh interpreter."""
+    tools and toolsets (``None``: no tool information) on ``platform``, from a fresh
+    interpreter."""
     import os
     import subprocess
     import sys
@@ -213,7 +217,8 @@ def hermes_skills_prompt(home: Path, tools: Any = None, toolsets: Any = None) ->
     out = subprocess.run(
         [sys.executable, "-c", _BUILDER],
         input=json.dumps({"home": str(home), "tools": None if tools is None else sorted(tools),
-                          "toolsets": None if toolsets is None else sorted(toolsets)}),
+                          "toolsets": None if toolsets is None else sorted(toolsets),
+                          "platform": platform}),
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]

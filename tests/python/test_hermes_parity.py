@@ -498,5 +498,8 @@ def test_the_plugin_reads_hermes_own_block_exactly(tmp_path: Path, which: str) -
         text_only = _native.compact_available_skills(block)
         differ = [(a, b) for a, b in zip(mine.split("\n"), text_only.split("\n")) if a != b]
         assert len(mine.split("\n")) == len(text_only.split("\n"))
-        assert all(": " in a.split(": ", 1)[1] for a, _ in differ), differ
+        # Where the text-only compactor cut a name holding ": " short, or kept a name holding
+        # a control character (left out, since it could draw lines of the block's shape).
+        assert all(": " in a.split(": ", 1)[1] or any(ord(c) < 32 for c in b)
+                   for a, b in differ), differ
     index.wait(60)

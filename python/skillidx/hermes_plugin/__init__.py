@@ -269,17 +269,22 @@ def _system_slots(request: Dict[str, Any]) -> List[Tuple[Any, Any]]:
 
 
 def _session_tools(request: Dict[str, Any]) -> Tuple[Optional[List[str]], Optional[List[str]]]:
-    """The session's tool names (the request's ``tools``) and their toolsets (Hermes' own
-    registry, as its builder computes them), or ``(None, None)`` when either is unknown."""
+    """The session's tool names (the request's ``tools``, or Bedrock's ``toolConfig.tools``)
+    and their toolsets (Hermes' own registry, as its builder computes them), or
+    ``(None, None)`` when either is unknown."""
     tools = request.get("tools")
+    if not isinstance(tools, list):
+        config = request.get("toolConfig")
+        tools = config.get("tools") if isinstance(config, dict) else None
     if not isinstance(tools, list):
         return None, None
     names = []
     for tool in tools:
         if isinstance(tool, dict):
-            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-            if isinstance(fn.get("name"), str):
-                names.append(fn["name"])
+            spec = next((tool[k] for k in ("function", "toolSpec") if isinstance(tool.get(k), dict)),
+                        tool)
+            if isinstance(spec.get("name"), str):
+                names.append(spec["name"])
     try:
         from tools.registry import registry
 
@@ -287,6 +292,18 @@ def _session_tools(request: Dict[str, Any]) -> Tuple[Optional[List[str]], Option
     except Exception:
         return None, None
     return names, sorted(t for t in toolsets if isinstance(t, str) and t)
+
+
+def _session_platform() -> Optional[str]:
+    """The session's messaging platform as Hermes' own builder reads it (its environment
+    variables, or a gateway's per-session context), ``None`` when there is none or it cannot
+    be read (the engine then reads the environment)."""
+    try:
+        from agent.prompt_builder import _current_session_platform_hint
+
+        return _current_session_platform_hint() or None
+    except Exception:
+        return None
 
 
 def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Optional[Dict[str, Any]]:
@@ -303,7 +320,8 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
             # Reads Hermes' block (no block: nothing is listed, so every injected block goes)
             # and, with compaction on, rewrites it to names only from what was read.
             tools, toolsets = _session_tools(request)
-            new = iter(index.rewrite_system(session, texts, tools, toolsets, _settings.compact))
+            new = iter(index.rewrite_system(session, texts, tools, toolsets, _settings.compact,
+                                            platform=_session_platform()))
             edits += [(c, key, _replaced(c.get(key), new)) for c, key in slots]
         k = _settings.inject_k
 
@@ -314,9 +332,10 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
                 return _native.filter_retrieved_blocks(text, [], k)
             return index.filter_retrieved(text, session, k)
 
-        messages = request.get("messages")
-        if isinstance(messages, list):
-            for msg in messages:
+        # The user turns of every API mode: ``messages`` (chat completions, Anthropic,
+        # Bedrock) and ``input`` (Responses).
+        for turns in (request.get("messages"), request.get("input")):
+            for msg in turns if isinstance(turns, list) else ():
                 if isinstance(msg, dict) and msg.get("role") == "user":
                     edits.append((msg, "content", _mapped(msg.get("content"), keep_listed)))
         # Every new text is computed: only now is the request changed.
@@ -381,9 +400,10 @@ def _on_pre_llm_call(
             k=_settings.top_k,
             inject_k=_settings.inject_k,
             min_score_ratio=_settings.min_score_ratio,
-            # platform_disabled follows HERMES_PLATFORM / HERMES_SESSION_PLATFORM (read by
-            # the engine), not the hook's ``platform`` ("cli" for CLI sessions).
-            platform=None,
+            # platform_disabled follows the platform Hermes' builder reads (its environment
+            # variables, or a gateway's session context), not the hook's ``platform`` ("cli"
+            # for CLI sessions).
+            platform=_session_platform(),
             shown=_shown_earlier(conversation_history),
             ranking=_settings.ranking,
             k1=_settings.k1,
@@ -493,7 +513,7 @@ def _reranked_block(index: Any, message: str, history: Any, session_id: Any) -> 
         message,
         n=max(r.top_n, _settings.inject_k),
         min_score_ratio=_settings.min_score_ratio,
-        platform=None,
+        platform=_session_platform(),
         ranking=_settings.ranking,
         k1=_settings.k1,
         b=_settings.b,
