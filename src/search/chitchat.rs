@@ -8,19 +8,10 @@
 //! * **`cjk-pleasantries`**: before analysis, the query's CJK pleasantry phrases
 //!   ([`PLEASANTRIES`]) are cut out of the text, as whole phrases, so that a real word
 //!   sharing a bigram with one (`问题` in `没问题`) is left alone.
-//! * **`cjk-coverage`**: a hit that matches no Latin-script query term must match at least
-//!   two (of the query's) separate CJK units, overlapping bigrams of one word counting once
-//!   ([`DEFAULT_CJK_COVERAGE`], chosen by cross-validation). Small talk (`周末过得怎么样？`)
-//!   is not a set phrase, but its bigrams are everyday words, each of which only ever
-//!   grazes a skill: a skill matching `怎么` and `么样` has matched one word. A hit found by a
-//!   Latin term (`Stripeでサブスク…` → a Stripe skill) is exempt, since a technical name is
-//!   what a cross-lingual request is found by.
+//! * **`cjk-coverage`**: a rule of the ranking step (`rank`): a hit that matches no
+//!   Latin-script query term must match several separate CJK units of the query.
 //!
-//! [`is_cjk_chit_chat`] is the plugin's skip-the-search gate for the same phrases.
-
-use super::plan::Plan;
-use super::{Ranking, SearchOptions, View};
-use rustc_hash::FxHashMap;
+//! [`is_cjk_chit_chat`] is the small-talk gate for the same phrases (`query` reads it).
 
 /// What counts as a pleasantry: a set phrase whose only job is social, in one of these
 /// classes, and nothing that names a task, a topic or an object.
@@ -170,22 +161,17 @@ pub const PLEASANTRIES: &[&str] = &[
     "무엇",
 ];
 
-/// How many of the query's CJK units (at most) a hit found by CJK terms alone must match
-/// (see [`cover`]); 1 or less switches the rule off. `skillidx eval --folds 5` chooses it:
-/// every fold chose 1 (off), since two units cost real Chinese and Korean requests whose
-/// skill shares a single word with them (`做一个关于光合作用的知识漫画`).
-pub const DEFAULT_CJK_COVERAGE: f64 = 1.0;
-
-/// The values cross-validation chooses the coverage from.
-pub const CJK_COVERAGE_GRID: [f64; 3] = [1.0, 2.0, 3.0];
-
 /// `query` with its CJK pleasantry phrases replaced by spaces. The text is NFKC-normalised
 /// first, as the analyzer would, so full-width and half-width forms match.
 pub fn strip_pleasantries(query: &str) -> String {
     if query.is_ascii() {
         return query.to_owned();
     }
-    let mut text = crate::tokenize::normalize(query);
+    strip_normalized(crate::tokenize::normalize(query))
+}
+
+/// [`strip_pleasantries`] of a text already normalised.
+fn strip_normalized(mut text: String) -> String {
     for p in normalized_pleasantries() {
         if text.contains(p.as_str()) {
             text = text.replace(p.as_str(), " ");
@@ -269,13 +255,12 @@ const FILLERS: &[&str] = &[
 /// pronouns, "really", "today", "your help"), punctuation, emoji and spaces. Conservative on
 /// purpose: a pleasantry followed by a request (`谢谢！再帮我写个脚本`) is searched.
 pub fn is_cjk_chit_chat(message: &str) -> bool {
-    if message.is_ascii() {
-        return false;
-    }
-    let stripped = strip_pleasantries(message);
-    if stripped == crate::tokenize::normalize(message) {
-        return false;
-    }
+    cut(message).1
+}
+
+/// Whether nothing is left of a text whose pleasantries were cut out but fillers,
+/// punctuation, emoji and spaces.
+fn only_fillers_left(stripped: &str) -> bool {
     stripped
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
@@ -301,106 +286,17 @@ fn only_fillers(word: &str) -> bool {
     rest.is_empty()
 }
 
-/// The text the default ranking analyses for `query`: with its CJK pleasantries cut out
-/// when that ingredient is on, else `query` itself.
-pub(super) fn query_text<'q>(
-    query: &'q str,
-    ingredients: &super::Ingredients,
-) -> std::borrow::Cow<'q, str> {
-    if ingredients.stop_words && ingredients.cjk_pleasantries && !query.is_ascii() {
-        std::borrow::Cow::Owned(strip_pleasantries(query))
-    } else {
-        std::borrow::Cow::Borrowed(query)
+/// `text` with its CJK pleasantries cut out (`None` for an ASCII text, which has none), and
+/// whether it is CJK small talk ([`is_cjk_chit_chat`]): one normalisation and one cut for
+/// both.
+pub(super) fn cut(text: &str) -> (Option<String>, bool) {
+    if text.is_ascii() {
+        return (None, false);
     }
-}
-
-/// Whether [`cover`] may drop hits of `plan`: the default ranking with its floor and the
-/// coverage rule on, and CJK terms in the query.
-pub(super) fn covers(plan: &Plan, opts: &SearchOptions) -> bool {
-    opts.ranking == Ranking::Default
-        && opts.floor
-        && opts.ingredients.floor
-        && opts.ingredients.cjk_coverage
-        && opts.ingredients.weights.cjk_coverage.round() as usize > 1
-        && plan.terms.iter().any(|t| t.cjk)
-}
-
-/// The coverage rule (see the module): drops from `scores` the hits matched by CJK query
-/// terms alone that match fewer than `min(k, U)` of the query's CJK units, where `U` is how
-/// many non-overlapping scored CJK terms the query has and `k` the `cjk-coverage` weight
-/// (overlapping bigrams of one word, `怎么` and `么样`, count once). Only for the default
-/// ranking with its floor on (what is injected), and only when the query has CJK terms.
-pub(super) fn cover(
-    query: &str,
-    plan: &Plan,
-    view: &View,
-    opts: &SearchOptions,
-    scores: Vec<(u32, f64)>,
-) -> Result<Vec<(u32, f64)>, String> {
-    if scores.is_empty() || !covers(plan, opts) {
-        return Ok(scores);
-    }
-    let k = opts.ingredients.weights.cjk_coverage.round() as usize;
-    // The analysed query, to place each scored CJK term.
-    let seq = crate::tokenize::analyze(&query_text(query, &opts.ingredients));
-    let position = |term: &str| seq.iter().position(|t| t == term);
-    let all: Vec<usize> = plan
-        .terms
-        .iter()
-        .filter(|t| t.cjk)
-        .filter_map(|t| position(&t.term))
-        .collect();
-    let need = k.min(units(&seq, all));
-    if need <= 1 {
-        return Ok(scores);
-    }
-    // Per candidate: whether a Latin term matched it, and the query positions of the CJK
-    // terms it contains.
-    let mut seen: FxHashMap<u32, (bool, Vec<usize>)> = scores
-        .iter()
-        .map(|&(d, _)| (d, (false, Vec::new())))
-        .collect();
-    for t in &plan.terms {
-        let at = if t.cjk { position(&t.term) } else { None };
-        t.list.visit(view, |doc, _, _| {
-            if let Some(e) = seen.get_mut(&doc) {
-                match (t.cjk, at) {
-                    (false, _) => e.0 = true,
-                    (true, Some(p)) => e.1.push(p),
-                    (true, None) => {}
-                }
-            }
-        })?;
-    }
-    Ok(scores
-        .into_iter()
-        .filter(|(d, _)| {
-            seen.remove(d)
-                .is_some_and(|(latin, at)| latin || units(&seq, at) >= need)
-        })
-        .collect())
-}
-
-/// How many units the CJK terms at `positions` of the analysed query `seq` make: a term
-/// that continues the previous one (the bigram after it in the same run, `怎么` → `么样`)
-/// adds none.
-fn units(seq: &[String], mut positions: Vec<usize>) -> usize {
-    positions.sort_unstable();
-    positions.dedup();
-    let mut n = 0;
-    let mut last: Option<usize> = None;
-    for p in positions {
-        let chained = last.is_some_and(|l| {
-            l + 1 == p
-                && seq[l].chars().next_back() == seq[p].chars().next()
-                && seq[l].chars().count() == 2
-        });
-        if !chained {
-            n += 1;
-        }
-        last = Some(p);
-    }
-    n
+    let normalized = crate::tokenize::normalize(text);
+    let stripped = strip_normalized(normalized.clone());
+    let small_talk = stripped != normalized && only_fillers_left(&stripped);
+    (Some(stripped), small_talk)
 }
 
 #[cfg(test)]
@@ -467,18 +363,5 @@ mod tests {
         ] {
             assert!(!is_cjk_chit_chat(m), "{m:?}");
         }
-    }
-
-    #[test]
-    fn overlapping_bigrams_are_one_unit() {
-        let seq = crate::tokenize::analyze("周末过得怎么样");
-        // 周末 末过 过得 得怎 怎么 么样
-        assert_eq!(units(&seq, vec![4, 5]), 1);
-        assert_eq!(units(&seq, vec![0, 4, 5]), 2);
-        assert_eq!(units(&seq, vec![0, 2, 4]), 3);
-        // Two-character words side by side do not overlap.
-        let ko = crate::tokenize::analyze("오늘 점심");
-        assert_eq!(units(&ko, vec![0, 1]), 2);
-        assert_eq!(units(&seq, vec![]), 0);
     }
 }

@@ -5,6 +5,7 @@
 //! term, per field, in proportion to each field's part of the BM25F pseudo frequency.
 
 use super::plan::TermList;
+use super::query::Query;
 use super::score::{bm25f_tf, term_score};
 use super::{Ranking, SearchOptions, Snapshot, View};
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
@@ -88,9 +89,14 @@ pub(super) fn explain(
     else {
         return Ok(None);
     };
-    let (scores, plan, view) = snap.score_lexical(query, opts, None)?;
+    let query = Query::new(query, opts);
+    #[cfg_attr(not(feature = "semantic"), allow(unused_mut))]
+    let mut lexical = snap.score_lexical(&query, opts, None)?;
     #[cfg(feature = "semantic")]
-    let (scores, mut details) = super::semantic::fuse(snap, query, &plan, &view, opts, scores)?;
+    let (scores, mut details) = super::semantic::fuse(snap, &query, &mut lexical, opts)?;
+    #[cfg(not(feature = "semantic"))]
+    let scores = std::mem::take(&mut lexical.scores);
+    let (plan, view) = (lexical.plan, lexical.view);
     let total = scores
         .iter()
         .find(|(d, _)| d == doc)

@@ -20,8 +20,7 @@
 //! `tests/maxscore.rs` check this against exhaustive scoring.
 
 use super::plan::{Plan, PlannedTerm};
-use super::proximity::Pairs;
-use super::score::term_score;
+use super::score::{term_score, Watch};
 use super::{Ranking, SearchOptions, Snapshot, View};
 use crate::postings::{Block, Cursor};
 use crate::store::StoreError;
@@ -165,13 +164,13 @@ fn bound(t: &PlannedTerm, block: &Block, view: &View, opts: &SearchOptions) -> f
 /// The scores, each as exhaustive scoring gives it, of a set of documents that holds the
 /// best `keep` (and every document tied with the `keep`-th), above zero and at least
 /// `floor`; in document order. The caller checks [`applies`] first.
-pub(super) fn score_top(
+pub(super) fn score_top<W: Watch>(
     snap: &Snapshot,
     plan: &Plan,
     view: &View,
     opts: &SearchOptions,
     floor: f64,
-    mut pairs: Option<&mut Pairs>,
+    mut pairs: Option<&mut W>,
     keep: usize,
 ) -> Result<Vec<(u32, f64)>, StoreError> {
     let bad = |e: String| snap.store.bad_record(e);
@@ -270,7 +269,7 @@ pub(super) fn score_top(
         if let Some(p) = pairs.as_deref_mut() {
             for i in (0..m).filter(|&i| at.has(i)) {
                 if let Some(seen) = p.watching(i) {
-                    Pairs::note(seen, doc, at.masks[i]);
+                    W::note(seen, doc, at.masks[i]);
                 }
             }
         }

@@ -13,17 +13,23 @@
 //! decide; see [`crate::offer`]) are left out of N, df and the average length as well as
 //! the results, so the answer equals that of an index built without them.
 //!
-//! A query passes through one module per step:
+//! A query passes through one module per step, each reading only what came before it:
 //!
-//! 1. [`Snapshot`] (here): the profile's statistics, less the skills hidden in the session.
-//! 2. `plan`: the query → the terms to score, each with its postings list, IDF and weight
-//!    (analysis, `stopwords` dropped, typo matching, the long-turn cut).
-//! 3. `score`: each term's BM25F (or seed BM25) score added up per document; or, when only
+//! 1. `query`: the text analysed once (its terms in order, the seed ranking's terms, the
+//!    small-talk verdict; `chitchat` holds the pleasantry lexicon it cuts with).
+//! 2. [`Snapshot`] (here): the profile's statistics, less the skills hidden in the session.
+//! 3. `plan`: the query's terms → the terms to score, each with its postings list, IDF and
+//!    weight (`stopwords` dropped, typo matching, the long-turn cut).
+//! 4. `score`: each term's BM25F (or seed BM25) score added up per document; or, when only
 //!    the top k is wanted and pruning is likely to pay, `maxscore`: the same sums for the
 //!    documents that can reach the top k, skipping the rest on the lists' block bounds.
-//! 4. `rank`: the relevance floor, then the top k, ties broken by id, and their records.
+//!    `proximity` notes where its pair terms occur on the way (`score::Watch`) and then
+//!    adds its bonus.
+//! 5. `rank`: the relevance floor and the CJK coverage rule, then the top k, ties broken by
+//!    id, and their records. With the semantic model, `semantic` re-ranks the candidates
+//!    first.
 //!
-//! `explain` replays steps 2 and 3 for one skill and says where its score comes from.
+//! `explain` replays the steps for one skill and says where its score comes from.
 //!
 //! [`Field::Seed`]: crate::fields::Field::Seed
 
@@ -33,6 +39,7 @@ mod explain;
 mod maxscore;
 mod plan;
 mod proximity;
+mod query;
 mod rank;
 mod score;
 #[cfg(feature = "semantic")]
@@ -42,9 +49,11 @@ mod stopwords;
 pub use chitchat::{is_cjk_chit_chat, strip_pleasantries, PLEASANTRIES};
 
 pub use explain::{Explanation, FieldContribution, TermContribution};
-pub use plan::{edit_distance, query_terms, MAX_QUERY_TERMS, TYPO_MAX_QUERY_TERMS, TYPO_WEIGHT};
-pub use rank::{FLOOR_CJK, FLOOR_CJK_GRID, FLOOR_LATIN};
-pub use score::{idf, term_weight, CJK_FIELD_WEIGHTS, FIELD_B, FIELD_WEIGHTS};
+pub use plan::{edit_distance, MAX_QUERY_TERMS, TYPO_MAX_QUERY_TERMS, TYPO_WEIGHT};
+pub use plan::{idf, CJK_FIELD_WEIGHTS, FIELD_WEIGHTS};
+pub use query::query_terms;
+pub use rank::{CJK_COVERAGE_GRID, DEFAULT_CJK_COVERAGE, FLOOR_CJK, FLOOR_CJK_GRID, FLOOR_LATIN};
+pub use score::{term_weight, FIELD_B};
 
 use crate::offer::{OfferRules, Session};
 use crate::store::records::{CorpusStats, DocBody, DocHead, HitFields, SEED_GENERATION};
@@ -173,7 +182,7 @@ impl Default for Weights {
     fn default() -> Self {
         Weights {
             proximity: proximity::DEFAULT_PROXIMITY,
-            cjk_coverage: chitchat::DEFAULT_CJK_COVERAGE,
+            cjk_coverage: rank::DEFAULT_CJK_COVERAGE,
             floor_cjk: rank::FLOOR_CJK,
             #[cfg(feature = "semantic")]
             semantic: semantic::DEFAULT_SEMANTIC,
@@ -188,7 +197,7 @@ impl Weights {
     pub fn grid() -> Vec<(&'static str, Vec<f64>)> {
         vec![
             ("proximity", proximity::PROXIMITY_GRID.to_vec()),
-            ("cjk-coverage", chitchat::CJK_COVERAGE_GRID.to_vec()),
+            ("cjk-coverage", rank::CJK_COVERAGE_GRID.to_vec()),
             ("floor-cjk", rank::FLOOR_CJK_GRID.to_vec()),
         ]
     }
@@ -421,8 +430,16 @@ impl View {
     }
 }
 
-/// Every document's score (above the floor), the plan that produced them, and the view.
-type Scored = (Vec<(u32, f64)>, Plan, View);
+/// What the lexical steps leave: every document's score above the floor, the plan that
+/// produced them, the view, and, when the semantic stage will re-rank, every document's
+/// score, those under the floor included.
+struct Lexical {
+    scores: Vec<(u32, f64)>,
+    #[cfg_attr(not(feature = "semantic"), allow(dead_code))]
+    unfloored: Option<Vec<(u32, f64)>>,
+    plan: Plan,
+    view: View,
+}
 
 impl<'s> Snapshot<'s> {
     /// Opens the tables of `profile` in `txn`.
@@ -544,7 +561,7 @@ impl<'s> Snapshot<'s> {
         let top = opts.semantic.is_none().then_some(opts.k);
         #[cfg(not(feature = "semantic"))]
         let top = Some(opts.k);
-        let (scores, _, _) = self.score_all(query, opts, top)?;
+        let scores = self.score_all(query, opts, top)?;
         rank::top_k(self, scores, opts.k)
     }
 
@@ -665,58 +682,59 @@ impl<'s> Snapshot<'s> {
         })
     }
 
-    /// Every step but the last: view, plan, score, floor, and the semantic stage when it
-    /// runs. Search uses it.
+    /// Every step but the last: analysis, view, plan, score, floor, and the semantic stage
+    /// when it runs. Search uses it.
     fn score_all(
         &self,
-        query: &str,
+        text: &str,
         opts: &SearchOptions,
         top: Option<usize>,
-    ) -> Result<Scored, StoreError> {
-        let (scores, plan, view) = self.score_lexical(query, opts, top)?;
-        #[cfg(feature = "semantic")]
-        let (scores, _) = semantic::fuse(self, query, &plan, &view, opts, scores)?;
-        Ok((scores, plan, view))
-    }
-
-    /// The lexical scores of every document without the relevance floor, for the semantic
-    /// stage's candidates (a paraphrase's skill often scores under the floor).
-    #[cfg(feature = "semantic")]
-    fn score_unfloored(
-        &self,
-        query: &str,
-        opts: &SearchOptions,
     ) -> Result<Vec<(u32, f64)>, StoreError> {
-        let mut o = opts.clone();
-        o.floor = false;
-        o.semantic = None;
-        Ok(self.score_lexical(query, &o, None)?.0)
+        let query = query::Query::new(text, opts);
+        #[cfg_attr(not(feature = "semantic"), allow(unused_mut))]
+        let mut lexical = self.score_lexical(&query, opts, top)?;
+        #[cfg(feature = "semantic")]
+        let (scores, _) = semantic::fuse(self, &query, &mut lexical, opts)?;
+        #[cfg(not(feature = "semantic"))]
+        let scores = lexical.scores;
+        Ok(scores)
     }
 
-    /// The lexical steps: view, plan, score, floor. Search and explain share them, so an
-    /// explanation's total and rank are those of the search. With `top`, the scores are
-    /// those of a set of documents that holds the best `top` (and every document tied with
-    /// the last of them, see `maxscore`), each as exhaustive scoring gives it; without, of
-    /// every document.
+    /// The lexical steps: view, plan, score, floor, coverage, proximity. Search and explain
+    /// share them, so an explanation's total and rank are those of the search. With `top`,
+    /// the scores are those of a set of documents that holds the best `top` (and every
+    /// document tied with the last of them, see `maxscore`), each as exhaustive scoring
+    /// gives it; without, of every document. When the semantic stage will re-rank, the
+    /// documents under the floor are scored too ([`Lexical::unfloored`]), in the same walk.
     fn score_lexical(
         &self,
-        query: &str,
+        query: &query::Query<'_>,
         opts: &SearchOptions,
         top: Option<usize>,
-    ) -> Result<Scored, StoreError> {
+    ) -> Result<Lexical, StoreError> {
         let view = self.view(opts)?;
         if view.n == 0 {
-            return Ok((Vec::new(), Plan::default(), view));
+            return Ok(Lexical {
+                scores: Vec::new(),
+                unfloored: None,
+                plan: Plan::default(),
+                view,
+            });
         }
         let plan = plan::plan(self, query, opts, &view)?;
         let floor = rank::floor(&plan, view.n, opts);
+        #[cfg(feature = "semantic")]
+        let unfloored = semantic::active(opts) && floor > 0.0;
+        #[cfg(not(feature = "semantic"))]
+        let unfloored = false;
         let mut pairs = proximity::Pairs::new(query, &plan, opts);
         // MaxScore where it gives the same answer (the coverage rule drops hits, after
         // which a document it left out could rise into the top) and likely sooner.
-        let scores = match top {
+        let raw = match top {
             Some(k)
-                if maxscore::applies(&plan, opts)
-                    && !chitchat::covers(&plan, opts)
+                if !unfloored
+                    && maxscore::applies(&plan, opts)
+                    && !rank::covers(&plan, opts)
                     && match opts.scoring {
                         Scoring::Auto => maxscore::worthwhile(
                             &plan,
@@ -734,11 +752,41 @@ impl<'s> Snapshot<'s> {
                 };
                 maxscore::score_top(self, &plan, &view, opts, floor, pairs.as_mut(), keep)?
             }
-            _ => score::score_all(self, &plan, &view, opts, floor, pairs.as_mut())?,
+            _ => {
+                let at_least = if unfloored { 0.0 } else { floor };
+                score::score_all(self, &plan, &view, opts, at_least, pairs.as_mut())?
+            }
         };
-        let scores = chitchat::cover(query, &plan, &view, opts, scores)
-            .map_err(|e| self.store.bad_record(e))?;
-        let scores = proximity::boost(self, pairs, opts, scores)?;
-        Ok((scores, plan, view))
+        let bad = |e| self.store.bad_record(e);
+        if !unfloored {
+            let scores = rank::cover(query, &plan, &view, opts, raw).map_err(bad)?;
+            let scores = proximity::boost(self, pairs, opts, scores)?;
+            return Ok(Lexical {
+                scores,
+                unfloored: None,
+                plan,
+                view,
+            });
+        }
+        // What clears the floor and the coverage rule, then one proximity pass over every
+        // score: a document's bonus depends on the best score and its own pairs only, so
+        // it is the same whether the others under the floor were scored or not.
+        let above: Vec<(u32, f64)> = raw.iter().copied().filter(|&(_, s)| s >= floor).collect();
+        let passed: FxHashSet<u32> = rank::cover(query, &plan, &view, opts, above)
+            .map_err(bad)?
+            .into_iter()
+            .map(|(d, _)| d)
+            .collect();
+        let all = proximity::boost(self, pairs, opts, raw)?;
+        Ok(Lexical {
+            scores: all
+                .iter()
+                .copied()
+                .filter(|(d, _)| passed.contains(d))
+                .collect(),
+            unfloored: Some(all),
+            plan,
+            view,
+        })
     }
 }

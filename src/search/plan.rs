@@ -5,13 +5,12 @@
 //! and counting each term's postings list, and cutting a long turn to its most informative
 //! terms. Scoring then only walks the lists this step read.
 
-use super::score::{field_weights, idf};
+use super::query::Query;
 use super::stopwords::is_stop_word;
 use super::{Ingredients, Ranking, SearchOptions, Snapshot, View};
-use crate::fields::{Field, FieldStats};
+use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::postings;
 use crate::store::StoreError;
-use crate::tokenize::{analyze, tokenize};
 use std::collections::HashSet;
 
 /// Most distinct terms the default ranking scores; a longer turn (a pasted log) keeps its
@@ -22,6 +21,33 @@ pub const MAX_QUERY_TERMS: usize = 128;
 pub const TYPO_MAX_QUERY_TERMS: usize = 12;
 /// How much a typo-corrected term counts, against 1 for a term found as written.
 pub const TYPO_WEIGHT: f64 = 0.7;
+
+/// The default ranking's per-field weight for a Latin-script term, in [`Field`] order. The
+/// body is scored apart from the others, with its own IDF (see `default_idf` in `plan`).
+pub const FIELD_WEIGHTS: [f64; FIELD_COUNT] = [3.0, 1.5, 1.5, 0.5, 1.0, 1.0];
+/// The weights for a CJK term: the body's CJK text is mostly the same few particles and
+/// connectives, so a CJK bigram is matched against the seed document alone (name,
+/// description, tags and the first 200 characters of the body's CJK runs), as in the seed
+/// plugin, which the evaluation shows is hard to beat for CJK.
+pub const CJK_FIELD_WEIGHTS: [f64; FIELD_COUNT] = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+/// Lucene's IDF: `ln(1 + (n − df + 0.5) / (df + 0.5))`, positive for every df ≤ n.
+pub fn idf(n: f64, df: f64) -> f64 {
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// The default ranking's field weights for a term, with the ingredients switched off left
+/// out.
+pub(super) fn field_weights(ingredients: &Ingredients, cjk: bool) -> [f64; FIELD_COUNT] {
+    let mut w = if cjk && ingredients.cjk_on_seed {
+        CJK_FIELD_WEIGHTS
+    } else {
+        FIELD_WEIGHTS
+    };
+    if !ingredients.body {
+        w[Field::Body as usize] = 0.0;
+    }
+    w
+}
 
 /// The terms to score for one query, and the words left out.
 #[derive(Default)]
@@ -155,22 +181,30 @@ fn visit_decoded(flat: &[u32], fields: u32, mut f: impl FnMut(u32, u32, &FieldSt
 /// Turns a query into the terms to score, each with its postings, IDF and weight.
 pub(super) fn plan(
     snap: &Snapshot,
-    query: &str,
+    query: &Query<'_>,
     opts: &SearchOptions,
     view: &View,
 ) -> Result<Plan, StoreError> {
     let mut plan = Plan::default();
     if opts.ranking == Ranking::Seed {
-        for term in query_terms(query) {
-            let postings = postings_of(snap, &term, Ranking::Seed, &opts.ingredients, view)?;
+        for term in &query.seed_terms {
+            let postings = postings_of(snap, term, Ranking::Seed, &opts.ingredients, view)?;
             let idf = idf(f64::from(view.n), f64::from(postings.df));
-            plan.terms
-                .push(PlannedTerm::new(term, None, 1.0, idf, view.n, postings));
+            plan.terms.push(PlannedTerm::new(
+                term.clone(),
+                None,
+                1.0,
+                idf,
+                view.n,
+                postings,
+            ));
         }
         return Ok(plan);
     }
-    let mut seen = HashSet::new();
-    for term in analyze(&super::chitchat::query_text(query, &opts.ingredients)) {
+    // The terms scored or dropped so far, a typo's correction included.
+    let mut seen: HashSet<String> = HashSet::new();
+    for term in query.distinct_words() {
+        let term = term.to_owned();
         if !seen.insert(term.clone()) {
             continue;
         }
@@ -429,18 +463,16 @@ pub fn edit_distance(a: &[char], b: &str, max: usize) -> usize {
     prev[m]
 }
 
-/// The distinct terms of `query` for the seed ranking, in order of first occurrence.
-pub fn query_terms(query: &str) -> Vec<String> {
-    let mut seen = HashSet::new();
-    tokenize(query)
-        .into_iter()
-        .filter(|t| seen.insert(t.clone()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idf_is_lucenes_and_positive() {
+        assert!((idf(10.0, 10.0) - (1.0f64 + 0.5 / 10.5).ln()).abs() < 1e-12);
+        assert!(idf(1.0, 1.0) > 0.0);
+        assert!(idf(100.0, 1.0) > idf(100.0, 50.0));
+    }
 
     #[test]
     fn edit_distance_counts_transpositions_and_gives_up_early() {

@@ -17,10 +17,12 @@
 //! terms) is not a phrase.
 
 use super::plan::Plan;
+use super::query::Query;
+use super::score::{by_score, Watch};
 use super::{Ranking, SearchOptions, Snapshot};
 use crate::fields::Field;
 use crate::store::{open_or_none, StoreError};
-use crate::tokenize::{analyze, analyze_where};
+use crate::tokenize::analyze_where;
 use crate::varint::Reader;
 use rustc_hash::FxHashMap;
 
@@ -64,7 +66,7 @@ impl Pairs {
     /// The pairs of `query`, or `None` when [`boost`] would change nothing whatever the
     /// scores: the seed ranking, proximity switched off, or fewer than two Latin terms in
     /// a pair.
-    pub(super) fn new(query: &str, plan: &Plan, opts: &SearchOptions) -> Option<Pairs> {
+    pub(super) fn new(query: &Query<'_>, plan: &Plan, opts: &SearchOptions) -> Option<Pairs> {
         if opts.ranking != Ranking::Default
             || !opts.ingredients.proximity
             || opts.ingredients.weights.proximity <= 0.0
@@ -100,16 +102,18 @@ impl Pairs {
             seen,
         })
     }
+}
 
+impl Watch for Pairs {
     /// Where the scoring walk of planned term `i` notes its postings, if it is a pair term.
-    pub(super) fn watching(&mut self, i: usize) -> Option<&mut Vec<(u32, u32)>> {
+    fn watching(&mut self, i: usize) -> Option<&mut Vec<(u32, u32)>> {
         let j = self.watched.get(i).copied().flatten()?;
         self.seen.get_mut(usize::from(j))
     }
 
     /// Notes a posting of a pair term, with `mask` its fields.
     #[inline]
-    pub(super) fn note(seen: &mut Vec<(u32, u32)>, doc: u32, mask: u32) {
+    fn note(seen: &mut Vec<(u32, u32)>, doc: u32, mask: u32) {
         if mask & NAME_OR_DESCRIPTION != 0 {
             seen.push((doc, mask & NAME_OR_DESCRIPTION));
         }
@@ -137,7 +141,7 @@ pub(super) fn boost(
     // The best CANDIDATES, selected (in no particular order) rather than sorting every
     // match: the bonus each gets does not depend on the order they are visited in.
     if scores.len() > CANDIDATES {
-        scores.select_nth_unstable_by(CANDIDATES - 1, super::rank::by_score);
+        scores.select_nth_unstable_by(CANDIDATES - 1, by_score);
     }
     let n = CANDIDATES.min(scores.len());
     let candidates = &mut scores[..n];
@@ -243,7 +247,7 @@ fn pairs_possible(pairs: &Pairs, docs: &[u32]) -> Vec<u32> {
 /// Markdown`, or `に`/`へ` right after the second, `Word文書をMarkdownに`). Without one,
 /// two words side by side are mostly a compound (`review PR`, `Cloud SQL`), whose order
 /// skills do not keep.
-fn query_pairs(query: &str, plan: &Plan) -> Vec<(String, String, f64)> {
+fn query_pairs(query: &Query<'_>, plan: &Plan) -> Vec<(String, String, f64)> {
     let planned: FxHashMap<&str, (&str, f64)> = plan
         .terms
         .iter()
@@ -258,7 +262,7 @@ fn query_pairs(query: &str, plan: &Plan) -> Vec<(String, String, f64)> {
     if planned.len() < 2 || planned.len() > MAX_TERMS {
         return Vec::new();
     }
-    let words = analyze(query);
+    let words = &query.words;
     let seq: Vec<Option<(&str, f64)>> = words
         .iter()
         .map(|w| planned.get(w.as_str()).copied())

@@ -1,13 +1,31 @@
 //! Ranking: which scored documents are answers, in what order.
 //!
 //! A hit of the default ranking must clear a relevance floor, so that a turn which only
-//! grazes the skills injects nothing. The survivors are ordered by score; the top k, with
+//! grazes the skills injects nothing, and, for a CJK query, the coverage rule: a hit that
+//! matches no Latin-script query term must match several separate CJK units of the query
+//! (the `cjk-coverage` weight, chosen by cross-validation). Small talk (`周末过得怎么样？`)
+//! is not a set phrase, but its bigrams are everyday words, each of which only ever grazes a
+//! skill: a skill matching `怎么` and `么样` has matched one word. A hit found by a Latin
+//! term (`Stripeでサブスク…` → a Stripe skill) is exempt, since a technical name is what a
+//! cross-lingual request is found by. The survivors are ordered by score; the top k, with
 //! every document tied with the k-th, have their records read, because ties are broken by
 //! skill id and path, which are stable across rebuilds, unlike document numbers.
 
 use super::plan::Plan;
-use super::{Hit, Ranking, SearchOptions, Snapshot};
+use super::query::Query;
+use super::score::by_score;
+use super::{Hit, Ranking, SearchOptions, Snapshot, View};
 use crate::store::StoreError;
+use rustc_hash::FxHashMap;
+
+/// How many of the query's CJK units (at most) a hit found by CJK terms alone must match
+/// (see [`cover`]); 1 or less switches the rule off. `skillidx eval --folds 5` chooses it:
+/// every fold chose 1 (off), since two units cost real Chinese and Korean requests whose
+/// skill shares a single word with them (`做一个关于光合作用的知识漫画`).
+pub const DEFAULT_CJK_COVERAGE: f64 = 1.0;
+
+/// The values cross-validation chooses the coverage from.
+pub const CJK_COVERAGE_GRID: [f64; 3] = [1.0, 2.0, 3.0];
 
 /// The relevance floor, in units of `ln(1 + N)`: a hit of the default ranking must score at
 /// least this much for a query of Latin-script terms ([`FLOOR_LATIN`]) or of CJK terms
@@ -40,6 +58,94 @@ pub(super) fn floor(plan: &Plan, n: u32, opts: &SearchOptions) -> f64 {
     let fade = ((f64::from(n) - 20.0) / 480.0).clamp(0.0, 1.0);
     let cjk_floor = opts.ingredients.weights.floor_cjk;
     fade * (1.0 + f64::from(n)).ln() * (FLOOR_LATIN * (1.0 - cjk) + cjk_floor * cjk)
+}
+
+/// Whether [`cover`] may drop hits of `plan`: the default ranking with its floor and the
+/// coverage rule on, and CJK terms in the query.
+pub(super) fn covers(plan: &Plan, opts: &SearchOptions) -> bool {
+    opts.ranking == Ranking::Default
+        && opts.floor
+        && opts.ingredients.floor
+        && opts.ingredients.cjk_coverage
+        && opts.ingredients.weights.cjk_coverage.round() as usize > 1
+        && plan.terms.iter().any(|t| t.cjk)
+}
+
+/// The coverage rule (see the module): drops from `scores` the hits matched by CJK query
+/// terms alone that match fewer than `min(k, U)` of the query's CJK units, where `U` is how
+/// many non-overlapping scored CJK terms the query has and `k` the `cjk-coverage` weight
+/// (overlapping bigrams of one word, `怎么` and `么样`, count once). Only for the default
+/// ranking with its floor on (what is injected), and only when the query has CJK terms.
+pub(super) fn cover(
+    query: &Query<'_>,
+    plan: &Plan,
+    view: &View,
+    opts: &SearchOptions,
+    scores: Vec<(u32, f64)>,
+) -> Result<Vec<(u32, f64)>, String> {
+    if scores.is_empty() || !covers(plan, opts) {
+        return Ok(scores);
+    }
+    let k = opts.ingredients.weights.cjk_coverage.round() as usize;
+    let seq = &query.words;
+    let position = |term: &str| query.position(term);
+    let all: Vec<usize> = plan
+        .terms
+        .iter()
+        .filter(|t| t.cjk)
+        .filter_map(|t| position(&t.term))
+        .collect();
+    let need = k.min(units(seq, all));
+    if need <= 1 {
+        return Ok(scores);
+    }
+    // Per candidate: whether a Latin term matched it, and the query positions of the CJK
+    // terms it contains.
+    let mut seen: FxHashMap<u32, (bool, Vec<usize>)> = scores
+        .iter()
+        .map(|&(d, _)| (d, (false, Vec::new())))
+        .collect();
+    for t in &plan.terms {
+        let at = if t.cjk { position(&t.term) } else { None };
+        t.list.visit(view, |doc, _, _| {
+            if let Some(e) = seen.get_mut(&doc) {
+                match (t.cjk, at) {
+                    (false, _) => e.0 = true,
+                    (true, Some(p)) => e.1.push(p),
+                    (true, None) => {}
+                }
+            }
+        })?;
+    }
+    Ok(scores
+        .into_iter()
+        .filter(|(d, _)| {
+            seen.remove(d)
+                .is_some_and(|(latin, at)| latin || units(seq, at) >= need)
+        })
+        .collect())
+}
+
+/// How many units the CJK terms at `positions` of the analysed query `seq` make: a term
+/// that continues the previous one (the bigram after it in the same run, `怎么` → `么样`)
+/// adds none.
+fn units(seq: &[String], mut positions: Vec<usize>) -> usize {
+    positions.sort_unstable();
+    positions.dedup();
+    let mut n = 0;
+    let mut last: Option<usize> = None;
+    for p in positions {
+        let chained = last.is_some_and(|l| {
+            l + 1 == p
+                && seq[l].chars().next_back() == seq[p].chars().next()
+                && seq[l].chars().count() == 2
+        });
+        if !chained {
+            n += 1;
+        }
+        last = Some(p);
+    }
+    n
 }
 
 /// The best `k` of `scored` as hits, best first; ties ordered by id, then path.
@@ -102,11 +208,6 @@ fn kth_best(scored: &mut [(u32, f64)], k: usize) -> f64 {
     best[k - 1]
 }
 
-/// Best score first, then ascending document number: a total order on scored documents.
-pub(super) fn by_score(a: &(u32, f64), b: &(u32, f64)) -> std::cmp::Ordering {
-    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +234,18 @@ mod tests {
                 assert_eq!(kth_best(&mut copy, k), sorted[k - 1].1, "n {n}, k {k}");
             }
         }
+    }
+
+    #[test]
+    fn overlapping_bigrams_are_one_unit() {
+        let seq = crate::tokenize::analyze("周末过得怎么样");
+        // 周末 末过 过得 得怎 怎么 么样
+        assert_eq!(units(&seq, vec![4, 5]), 1);
+        assert_eq!(units(&seq, vec![0, 4, 5]), 2);
+        assert_eq!(units(&seq, vec![0, 2, 4]), 3);
+        // Two-character words side by side do not overlap.
+        let ko = crate::tokenize::analyze("오늘 점심");
+        assert_eq!(units(&ko, vec![0, 1]), 2);
+        assert_eq!(units(&seq, vec![]), 0);
     }
 }

@@ -7,56 +7,37 @@
 //! next step's work.
 
 use super::plan::{Plan, PlannedTerm};
-use super::proximity::Pairs;
-use super::{Ingredients, Params, Ranking, SearchOptions, Snapshot, View};
+use super::{Params, Ranking, SearchOptions, Snapshot, View};
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::store::StoreError;
 use std::cell::{Cell, RefCell};
 
-/// The default ranking's per-field weight for a Latin-script term, in [`Field`] order. The
-/// body is scored apart from the others, with its own IDF (see `default_idf` in `plan`).
-pub const FIELD_WEIGHTS: [f64; FIELD_COUNT] = [3.0, 1.5, 1.5, 0.5, 1.0, 1.0];
-/// The weights for a CJK term: the body's CJK text is mostly the same few particles and
-/// connectives, so a CJK bigram is matched against the seed document alone (name,
-/// description, tags and the first 200 characters of the body's CJK runs), as in the seed
-/// plugin, which the evaluation shows is hard to beat for CJK.
-pub const CJK_FIELD_WEIGHTS: [f64; FIELD_COUNT] = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
 /// The default ranking's per-field length normalisation.
 pub const FIELD_B: [f64; FIELD_COUNT] = [0.3, 0.75, 0.6, 0.3, 0.75, 0.75];
-
-/// Lucene's IDF: `ln(1 + (n − df + 0.5) / (df + 0.5))`, positive for every df ≤ n.
-pub fn idf(n: f64, df: f64) -> f64 {
-    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-}
 
 /// One term's BM25 weight in one document.
 pub fn term_weight(idf: f64, tf: f64, dl: f64, avgdl: f64, p: Params) -> f64 {
     idf * (tf * (p.k1 + 1.0)) / (tf + p.k1 * (1.0 - p.b + p.b * dl / avgdl))
 }
 
-/// The default ranking's field weights for a term, with the ingredients switched off left
-/// out.
-pub(super) fn field_weights(ingredients: &Ingredients, cjk: bool) -> [f64; FIELD_COUNT] {
-    let mut w = if cjk && ingredients.cjk_on_seed {
-        CJK_FIELD_WEIGHTS
-    } else {
-        FIELD_WEIGHTS
-    };
-    if !ingredients.body {
-        w[Field::Body as usize] = 0.0;
-    }
-    w
+/// What a scoring walk notes of some terms' postings on the way (proximity's pair terms),
+/// so that no list is decoded twice. Implemented by a later step; scoring only calls it.
+pub(super) trait Watch {
+    /// Where the walk of planned term `i` notes its postings, if it is watched.
+    fn watching(&mut self, i: usize) -> Option<&mut Vec<(u32, u32)>>;
+    /// Notes a posting of a watched term, with `mask` its fields.
+    fn note(seen: &mut Vec<(u32, u32)>, doc: u32, mask: u32);
 }
 
 /// Every document's summed score, in the order first touched, keeping only those above
 /// zero and at least `floor`.
-pub(super) fn score_all(
+pub(super) fn score_all<W: Watch>(
     snap: &Snapshot,
     plan: &Plan,
     view: &View,
     opts: &SearchOptions,
     floor: f64,
-    mut pairs: Option<&mut Pairs>,
+    mut pairs: Option<&mut W>,
 ) -> Result<Vec<(u32, f64)>, StoreError> {
     // Every counted posting may touch a new document: room for them all up front, so the
     // list of touched documents never grows by copying.
@@ -68,7 +49,7 @@ pub(super) fn score_all(
             // proximity need not decode its list again.
             Some(seen) => t.list.visit(view, |doc, mask, stats| {
                 acc.add(doc, term_score(t, stats, mask, view, opts));
-                Pairs::note(seen, doc, mask);
+                W::note(seen, doc, mask);
             }),
             None => t.list.visit(view, |doc, mask, stats| {
                 acc.add(doc, term_score(t, stats, mask, view, opts));
@@ -211,6 +192,11 @@ impl Accumulator {
     }
 }
 
+/// Best score first, then ascending document number: a total order on scored documents.
+pub(super) fn by_score(a: &(u32, f64), b: &(u32, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,13 +212,6 @@ mod tests {
         })
         .join()
         .unwrap();
-    }
-
-    #[test]
-    fn idf_is_lucenes_and_positive() {
-        assert!((idf(10.0, 10.0) - (1.0f64 + 0.5 / 10.5).ln()).abs() < 1e-12);
-        assert!(idf(1.0, 1.0) > 0.0);
-        assert!(idf(100.0, 1.0) > idf(100.0, 50.0));
     }
 
     #[test]

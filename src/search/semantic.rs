@@ -14,7 +14,8 @@
 //! Vectors come from the sync (`crate::sync::embed`); a skill without one scores cosine 0.
 
 use super::plan::Plan;
-use super::{Ranking, SearchOptions, Snapshot, View};
+use super::query::Query;
+use super::{Lexical, Ranking, SearchOptions, Snapshot};
 use crate::semantic::{self, Model, DIM};
 use crate::store::records::{EntryState, ManifestEntry};
 use crate::store::{decode, StoreError};
@@ -141,8 +142,8 @@ pub(super) fn active(opts: &SearchOptions) -> bool {
 /// Whether `query` may get dense candidates: not CJK chit-chat, and some word that is not
 /// a stop word (scored, or matching nothing in the vocabulary: a request in another
 /// language).
-fn has_content(query: &str, plan: &Plan) -> bool {
-    if super::is_cjk_chit_chat(query) {
+fn has_content(query: &Query<'_>, plan: &Plan) -> bool {
+    if query.small_talk {
         return false;
     }
     !plan.terms.is_empty()
@@ -154,14 +155,16 @@ fn has_content(query: &str, plan: &Plan) -> bool {
 
 /// Re-scores the lexical `scores` (every document above the floor) with the semantic
 /// stage, when it runs: the fused scores of the candidates, and how each was made.
+/// The lexical scores are taken out of `lexical`; its plan and view stay for the caller.
 pub(super) fn fuse(
     snap: &Snapshot,
-    query: &str,
-    plan: &Plan,
-    view: &View,
+    query: &Query<'_>,
+    lexical: &mut Lexical,
     opts: &SearchOptions,
-    scores: Vec<(u32, f64)>,
 ) -> Result<(Vec<(u32, f64)>, Details), StoreError> {
+    let scores = std::mem::take(&mut lexical.scores);
+    let unfloored = lexical.unfloored.take();
+    let (plan, view) = (&lexical.plan, &lexical.view);
     let mut details = Details::default();
     let Some(stage) = opts.semantic.as_ref().filter(|_| active(opts)) else {
         return Ok((scores, details));
@@ -185,12 +188,11 @@ pub(super) fn fuse(
         return Ok((scores, details));
     }
     let passed: FxHashSet<u32> = scores.iter().map(|&(d, _)| d).collect();
-    let mut lexical = if floors && open_door {
-        snap.score_unfloored(query, opts)?
-    } else {
-        scores
+    let mut lexical = match unfloored {
+        Some(all) if open_door => all,
+        _ => scores,
     };
-    let q = stage.embed_query(query);
+    let q = stage.embed_query(query.text);
     let cosines = snap.cosines(&q, stage, &view.hidden)?;
     let admitted = |d: u32| {
         passed.contains(&d)
