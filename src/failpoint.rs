@@ -26,6 +26,9 @@ pub mod names {
     pub const SYNC_AFTER_BASE: &str = "sync-after-base";
     /// A sync has walked the skill roots (every SKILL.md found and judged) and read none.
     pub const SYNC_AFTER_SCAN: &str = "sync-after-scan";
+    /// A sync has opened a SKILL.md for reading and not yet checked that it is the file the
+    /// walk found.
+    pub const SYNC_READ_OPENED: &str = "sync-read-opened";
     /// A sync has observed every file and planned, and not yet taken the write lock.
     pub const SYNC_BEFORE_WRITE: &str = "sync-before-write";
     /// A sync holds the write transaction and has not planned against it yet.

@@ -219,7 +219,6 @@ fn walk_root(root: &SkillRoot, cache: &DirCache, now_ns: i64, out: &mut Scan) {
     let mut w = Walked::default();
     let bounds = LinkBounds {
         root: std::fs::canonicalize(&root.path).ok(),
-        tree: None,
     };
     let mut ctx = Cached {
         root,
@@ -391,32 +390,35 @@ fn list_dir(
     Some((listing, plain))
 }
 
-/// Where the text of a SKILL.md may come from: the skill root, and the target of the
-/// symlinked folder a walk went through (Hermes follows folder links, and so do we, with a
-/// notice when they lead outside the root). A SKILL.md that is itself a link is read only
-/// when it leads inside these; the check is made by the walk and again when the file is read
+/// Where the text of a SKILL.md that is itself a symlink may come from: inside the skill
+/// root it was found under, nowhere else. (Folder links are followed, as Hermes follows
+/// them, with a notice when they lead outside the root: linking a whole skill collection is
+/// deliberate, and what is read there are files named SKILL.md. A file link can name any
+/// file: `ln -s ~/.env skills/x/SKILL.md`, or a link reached through a folder link to `/`.)
+/// The check is made by the walk and again when the file is read
 /// ([`LinkBounds::check_open`]), so a link switched in between is caught too.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkBounds {
-    /// The skill root, canonical (`None` when it cannot be resolved).
+    /// The skill root, canonical (`None` when it cannot be resolved: no link is read).
     root: Option<PathBuf>,
-    /// The canonical target of the symlinked folder being walked, if any.
-    tree: Option<PathBuf>,
 }
 
 impl LinkBounds {
-    fn contain(&self, path: &Path) -> bool {
-        [&self.root, &self.tree]
-            .into_iter()
-            .flatten()
-            .any(|b| path.starts_with(b))
+    /// Why a link leading to `target` (resolved) must not be read, if it must not.
+    fn refuse_target(&self, target: &Path) -> Option<String> {
+        let inside = self.root.as_ref().is_some_and(|r| target.starts_with(r));
+        (!inside).then(|| {
+            format!(
+                "a symlink to {}, outside the skill root: not read, so that no file outside the skill roots reaches a prompt",
+                target.display()
+            )
+        })
     }
 
-    /// Why the SKILL.md link `path` must not be read, if it must not: it leads outside these
-    /// bounds (`ln -s ~/.env skills/x/SKILL.md` would put that file's text into the prompt),
-    /// or it leads to a file whose real path cannot be worked out (a chain of links longer
-    /// than the system resolves, which `open` may still follow). A dangling link is judged
-    /// by where it points.
+    /// Why the SKILL.md link `path` must not be read, if it must not: it leads outside the
+    /// skill root, or to a file whose real path cannot be worked out (a chain of links
+    /// longer than the system resolves, which `open` may still follow). A dangling link is
+    /// judged by where it points.
     pub fn refusal(&self, path: &Path) -> Option<String> {
         let target = match std::fs::canonicalize(path) {
             Ok(t) => t,
@@ -431,17 +433,13 @@ impl LinkBounds {
                 lexically_normal(&parent.join(to))
             }
         };
-        (!self.contain(&target)).then(|| {
-            format!(
-                "a symlink to {}, outside the skill root: not read, so that no file outside the skill roots reaches a prompt",
-                target.display()
-            )
-        })
+        self.refuse_target(&target)
     }
 
     /// Checks, after `path` was opened as `opened`, that the file opened is the one the walk
     /// found: `path` names it without a link, or through a link (when the walk saw one:
-    /// `bounds`) that leads inside the bounds.
+    /// `bounds`) that leads inside the skill root. The link is resolved once, and that file
+    /// must be the one opened: a link switched between the two is read again.
     #[cfg(unix)]
     pub fn check_open(
         bounds: Option<&LinkBounds>,
@@ -464,11 +462,12 @@ impl LinkBounds {
                 "became a symlink after the walk: not read (the next sync judges it)".into(),
             ));
         };
-        if let Some(why) = bounds.refusal(path) {
+        let target = std::fs::canonicalize(path).map_err(|_| OpenMismatch::Changed)?;
+        if let Some(why) = bounds.refuse_target(&target) {
             return Err(OpenMismatch::Refused(why));
         }
-        match std::fs::canonicalize(path).and_then(std::fs::metadata) {
-            Ok(target) if id(&target) == id(&opened) => Ok(()),
+        match std::fs::metadata(&target) {
+            Ok(m) if id(&m) == id(&opened) => Ok(()),
             _ => Err(OpenMismatch::Changed),
         }
     }
@@ -482,6 +481,15 @@ impl LinkBounds {
     ) -> Result<(), OpenMismatch> {
         Ok(())
     }
+}
+
+/// Whether `target` (resolved) is in a file system of the kernel's (`/proc`, `/sys`,
+/// `/dev`), which a skill folder link must not lead into: `/proc/self` holds the syncing
+/// process's environment and, through `root` and `cwd`, every file of the machine.
+fn kernel_fs(target: &Path) -> bool {
+    ["/proc", "/sys", "/dev"]
+        .iter()
+        .any(|fs| target.starts_with(fs))
 }
 
 /// Why a file opened for reading is not the one the walk found.
@@ -572,11 +580,19 @@ struct Walked {
 /// main walk does not follow links, and each symlinked folder gets a walk of its own that
 /// does, with loop detection.
 fn walk(root: &SkillRoot, bounds: &LinkBounds, start: &Path, out: &mut Walked) {
+    // A folder link met inside the followed walk is followed by it, but not into the
+    // kernel's file systems (see `kernel_fs`).
     let walker = walkdir::WalkDir::new(start)
         .follow_links(true)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|e| !e.file_type().is_dir() || e.depth() == 0 || keep_dir(e.path()));
+        .filter_entry(|e| {
+            !e.file_type().is_dir()
+                || e.depth() == 0
+                || (keep_dir(e.path())
+                    && !(e.path_is_symlink()
+                        && std::fs::canonicalize(e.path()).is_ok_and(|t| kernel_fs(&t))))
+        });
     for entry in walker {
         let entry = match entry {
             Ok(e) => e,
@@ -628,6 +644,18 @@ fn symlinked_dir(root: &SkillRoot, bounds: &LinkBounds, link: &Path, out: &mut W
         });
         return;
     }
+    if let Ok(target) = std::fs::canonicalize(link) {
+        if kernel_fs(&target) {
+            out.problems.push(Problem {
+                path: link.to_path_buf(),
+                reason: format!(
+                    "a symlink into {}, a file system of the kernel's: not walked",
+                    target.display()
+                ),
+            });
+            return;
+        }
+    }
     if let Some(target) = outside(&root.path, link) {
         out.notices.push(Problem {
             path: link.to_path_buf(),
@@ -637,14 +665,7 @@ fn symlinked_dir(root: &SkillRoot, bounds: &LinkBounds, link: &Path, out: &mut W
             ),
         });
     }
-    let bounds = LinkBounds {
-        root: bounds.root.clone(),
-        tree: bounds
-            .tree
-            .clone()
-            .or_else(|| std::fs::canonicalize(link).ok()),
-    };
-    walk(root, &bounds, link, out);
+    walk(root, bounds, link, out);
 }
 
 /// Where a symlinked folder really is, when that is outside the skill root.

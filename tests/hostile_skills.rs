@@ -931,7 +931,8 @@ fn a_skill_file_linked_from_outside_the_roots_is_never_read() {
             .iter()
             .any(|p| p.ends_with("devops/env-helper/SKILL.md"))
             && skipped.iter().any(|p| p.ends_with("linked/leak/SKILL.md"))
-            && skipped.len() == 2,
+            && skipped.iter().any(|p| p.ends_with("linked/alias/SKILL.md"))
+            && skipped.len() == 3,
         "{r:#?}"
     );
     let index = Index::open(&h.db()).unwrap();
@@ -956,13 +957,19 @@ fn a_skill_file_linked_from_outside_the_roots_is_never_read() {
         !ids.iter().any(|i| i == "env-helper" || i == "leak"),
         "{ids:?}"
     );
-    let linked = index
+    // In the linked collection: its SKILL.md files are read, a SKILL.md link only when it
+    // leads inside the skill root, which the collection's own tree is not.
+    let linked: Vec<String> = index
         .list("default")
         .unwrap()
         .into_iter()
-        .filter(|e| e.path.contains("linked/inner/") || e.path.contains("linked/alias/"))
-        .count();
-    assert_eq!(linked, 2, "{ids:?}");
+        .filter(|e| e.path.contains("linked/"))
+        .map(|e| e.path)
+        .collect();
+    assert!(
+        linked.len() == 1 && linked[0].contains("linked/inner/"),
+        "{linked:?}"
+    );
     for q in [
         "OPENAI_API_KEY sk-live-SECRET",
         "env helper",
@@ -986,6 +993,28 @@ fn a_skill_file_linked_from_outside_the_roots_is_never_read() {
             assert!(!block.contains("SECRET"), "{block}");
         }
     }
+}
+
+/// A folder link into `/proc/self` would reach the syncing process's environment (and,
+/// through `root`, every file): links into the kernel's file systems are not walked.
+#[test]
+fn a_folder_link_into_proc_is_not_walked() {
+    let h = good_home();
+    std::fs::create_dir_all(h.path().join("skills/x")).unwrap();
+    std::os::unix::fs::symlink("/proc/self", h.path().join("skills/x/evil")).unwrap();
+    let r = sync_bounded(&h);
+    assert!(
+        r.skipped
+            .iter()
+            .any(|p| p.path.ends_with("skills/x/evil") && p.reason.contains("kernel")),
+        "{r:#?}"
+    );
+    let index = Index::open(&h.db()).unwrap();
+    assert!(index
+        .list("default")
+        .unwrap()
+        .iter()
+        .all(|e| !e.path.contains("/evil/")));
 }
 
 #[test]

@@ -518,3 +518,67 @@ fn a_skill_file_switched_to_a_link_after_the_walk_is_not_read() {
         "{skipped}"
     );
 }
+
+/// The interleaving the second hostile review raced: the walk sees a SKILL.md link inside the
+/// root; before the read it is switched to a secret, which the read opens; before the check
+/// it is switched back. The check resolves the link once and finds that file is not the one
+/// opened, so it opens again: the secret is never read, the skill is indexed from the file
+/// inside the root.
+#[test]
+fn a_link_switched_around_the_open_never_lets_a_secret_through() {
+    let h = home_with_skills();
+    let secret = h.path().parent().unwrap().join(format!(
+        "{}-secret2.txt",
+        h.path().file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(
+        &secret,
+        "---\nname: flip\ndescription: OPENAI zanzibar leak\n---\n",
+    )
+    .unwrap();
+    let dir = h.path().join("skills/devops/flip");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("real.md"),
+        "---\nname: flip\ndescription: the quokka inside the root\n---\n",
+    )
+    .unwrap();
+    let link = dir.join("SKILL.md");
+    let point = |to: &Path| {
+        let tmp = dir.join("tmp.lnk");
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(to, &tmp).unwrap();
+        std::fs::rename(&tmp, &link).unwrap();
+    };
+    point(Path::new("real.md"));
+    let gate = tempfile::tempdir().unwrap();
+    let g = gate.path().display();
+    let mut child = sync(h.path())
+        .env(
+            "SKILLIDX_FAILPOINTS",
+            format!("sync-after-scan=pause({g});sync-read-opened=pause({g})"),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let wait_for = |name: &str| {
+        let reached = gate.path().join(format!("{name}.reached"));
+        let until = Instant::now() + Duration::from_secs(60);
+        while !reached.exists() {
+            assert!(Instant::now() < until, "never reached {name}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    wait_for("sync-after-scan");
+    point(&secret);
+    std::fs::write(gate.path().join("sync-after-scan.go"), "").unwrap();
+    wait_for("sync-read-opened");
+    point(Path::new("real.md"));
+    std::fs::write(gate.path().join("sync-read-opened.go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&secret);
+    ok(out);
+    assert!(search(h.path(), "zanzibar openai leak").is_empty());
+    assert_eq!(search(h.path(), "quokka inside")[0].0, "flip");
+}

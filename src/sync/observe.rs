@@ -216,6 +216,7 @@ fn open_checked(candidate: &Candidate) -> Result<std::fs::File, Opened> {
     use crate::scan::{LinkBounds, OpenMismatch};
     for _ in 0..3 {
         let file = std::fs::File::open(&candidate.path).map_err(Opened::Io)?;
+        failpoint::point(failpoint::names::SYNC_READ_OPENED).map_err(Opened::Io)?;
         match LinkBounds::check_open(candidate.link_bounds.as_deref(), &candidate.path, &file) {
             Ok(()) => return Ok(file),
             Err(OpenMismatch::Refused(why)) => return Err(Opened::Refused(why)),
