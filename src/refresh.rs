@@ -712,8 +712,8 @@ impl LiveIndex {
     /// file or the profile is not in it yet, and returns the report; otherwise starts a
     /// background sync when one is due and returns `None`.
     pub fn prepare(&self) -> Result<Option<SyncReport>, Error> {
-        let built = match self.inner.current() {
-            Ok((h, _)) => h.index.profiles()?.contains(&self.inner.profile.name),
+        let built = match self.inner.current().and_then(|(h, _)| h.index.profiles()) {
+            Ok(profiles) => profiles.contains(&self.inner.profile.name),
             Err(Error::Store(StoreError::Missing(_))) => false,
             Err(Error::Store(e)) if e.is_corrupt() && !self.inner.opts.readonly => {
                 self.inner.state().rebuild_due = false;
@@ -839,7 +839,8 @@ struct Job {
 enum Outcome {
     Synced(Box<SyncReport>),
     Busy,
-    Failed(String),
+    /// The message, and whether it said the file is damaged (then the next sync rebuilds).
+    Failed(String, bool),
 }
 
 impl Job {
@@ -886,9 +887,12 @@ impl Job {
                 st.status.busy += 1;
                 st.retry_at = Some(Instant::now() + BUSY_RETRY.min(inner.opts.ttl));
             }
-            Outcome::Failed(message) => {
+            Outcome::Failed(message, corrupt) => {
                 st.status.failures += 1;
                 st.status.sync_error = Some(message);
+                // A file cut on its last page answers queries but fails every sync: build
+                // it again.
+                st.rebuild_due |= corrupt && !inner.opts.readonly;
                 st.retry_at = Some(Instant::now() + FAILURE_RETRY.min(inner.opts.ttl));
             }
         }
@@ -919,15 +923,21 @@ impl Job {
         }));
         match result {
             Ok(Ok(report)) => Outcome::Synced(Box::new(report)),
-            Ok(Err(e)) => Outcome::Failed(e.to_string()),
-            Err(payload) => Outcome::Failed(format!(
-                "internal error in the background sync: {}",
-                payload
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "panic".to_owned())
-            )),
+            Ok(Err(e)) => {
+                let corrupt = matches!(&e, Error::Store(s) if s.is_corrupt());
+                Outcome::Failed(e.to_string(), corrupt)
+            }
+            Err(payload) => Outcome::Failed(
+                format!(
+                    "internal error in the background sync: {}",
+                    payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "panic".to_owned())
+                ),
+                false,
+            ),
         }
     }
 }

@@ -176,6 +176,8 @@ pub fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
 /// Parses SKILL.md text found at `location`.
 pub fn parse_text(content: &str, location: &Location) -> Skill {
     let mut notes = Vec::new();
+    // A document PyYAML reads but serde_yaml gives up on: its conditions are unknown here.
+    let mut beyond_limits = false;
     let (yaml, body) = split_frontmatter(content);
     let front: Vec<(String, Value)> = match yaml {
         None => {
@@ -200,6 +202,7 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
                 }
                 Err(e) => {
                     notes.push(format!("frontmatter is not valid YAML ({e}); read with Hermes' `key: value` fallback"));
+                    beyond_limits = crate::yaml::beyond_limits(&e);
                     naive_key_values(yaml)
                 }
             }
@@ -259,7 +262,12 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
     tags.extend(string_list(metadata.and_then(|m| m.get("tags"))));
     tags.extend(string_list(hermes.and_then(|h| h.get("tags"))));
     dedup_keep_order(&mut tags);
-    let conditions = Conditions::of(hermes_map(get("metadata")));
+    let mut conditions = Conditions::of(hermes_map(get("metadata")));
+    if beyond_limits {
+        // Hermes may see tool conditions in it: hidden wherever tools are known, as a
+        // condition that cannot be read is (fail closed).
+        conditions.never_with_tools = true;
+    }
     if conditions.never_with_tools {
         notes.push("a tool condition is not a list of names (Hermes fails on it once the session's tools are known); the skill is hidden whenever they are".into());
     }

@@ -1,8 +1,11 @@
 //! YAML read as Hermes reads it (PyYAML's `safe_load`) where serde_yaml differs in ways that
 //! change what a skill is: a key given twice (PyYAML keeps the last, serde_yaml refuses the
-//! document) and merge keys (`<<: *base`, which PyYAML applies and serde_yaml keeps as a
-//! key named `<<`). The other YAML 1.1 readings PyYAML has (`yes` as a boolean, `010` as
-//! octal) are left as serde_yaml's 1.2 ones; `docs/offer-rules.md` lists them.
+//! document) and merge keys (`<<: *base`, which PyYAML applies, in a mapping itself merged
+//! too, several in one mapping, a list of them; serde_yaml keeps a key named `<<`). The
+//! other YAML 1.1 readings PyYAML has (`yes` as a boolean, `010` as octal) are left as
+//! serde_yaml's 1.2 ones; `docs/offer-rules.md` lists them. serde_yaml's limits (128 levels
+//! of nesting, a bound on alias expansion) are an error here ([`beyond_limits`]) where
+//! PyYAML reads on.
 
 use serde::de::{
     Deserialize, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
@@ -14,8 +17,60 @@ use serde_yaml::{Mapping, Value};
 /// merge keys are applied.
 pub fn parse(text: &str) -> Result<Value, serde_yaml::Error> {
     let Loose(mut value) = serde_yaml::from_str(text)?;
-    value.apply_merge()?;
+    merge(&mut value);
     Ok(value)
+}
+
+/// Whether `e` is one of serde_yaml's limits (nesting, alias expansion) rather than a
+/// document PyYAML would refuse too: PyYAML reads such a document, and what it holds is
+/// then unknown here.
+pub fn beyond_limits(e: &serde_yaml::Error) -> bool {
+    let text = e.to_string();
+    text.contains("recursion limit") || text.contains("repetition limit")
+}
+
+/// The tag that holds every `<<` of one mapping, in order, until [`merge`] applies them.
+const MERGES: &str = "!skillidx-merges";
+
+/// Applies the merge keys of `value`, innermost first, as PyYAML's `flatten_mapping` does:
+/// each `<<` in order contributes its mapping (a list contributes its mappings last first),
+/// later contributions override earlier ones, and the mapping's own keys override them all.
+fn merge(value: &mut Value) {
+    match value {
+        Value::Sequence(items) => items.iter_mut().for_each(merge),
+        Value::Tagged(t) => merge(&mut t.value),
+        Value::Mapping(map) => {
+            for v in map.values_mut() {
+                merge(v);
+            }
+            let key = Value::String("<<".into());
+            let Some(Value::Tagged(merges)) = map.remove(&key) else {
+                return;
+            };
+            let Value::Sequence(merges) = merges.value else {
+                return;
+            };
+            let mut out = Mapping::new();
+            for m in merges {
+                let parts = match m {
+                    Value::Sequence(items) => items.into_iter().rev().collect(),
+                    one => vec![one],
+                };
+                for part in parts {
+                    if let Value::Mapping(part) = part {
+                        for (k, v) in part {
+                            out.insert(k, v);
+                        }
+                    }
+                }
+            }
+            for (k, v) in std::mem::take(map) {
+                out.insert(k, v);
+            }
+            *map = out;
+        }
+        _ => {}
+    }
 }
 
 /// A value whose mappings keep the last of repeated keys.
@@ -82,9 +137,23 @@ impl<'de> Visitor<'de> for LooseVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Mapping::new();
+        let mut merges = Vec::new();
         while let Some((Loose(k), Loose(v))) = map.next_entry()? {
-            // PyYAML's mapping: a repeated key takes the later value.
-            out.insert(k, v);
+            if k.as_str() == Some("<<") {
+                merges.push(v);
+            } else {
+                // PyYAML's mapping: a repeated key takes the later value.
+                out.insert(k, v);
+            }
+        }
+        if !merges.is_empty() {
+            out.insert(
+                Value::String("<<".into()),
+                Value::Tagged(Box::new(TaggedValue {
+                    tag: Tag::new(MERGES),
+                    value: Value::Sequence(merges),
+                })),
+            );
         }
         Ok(Value::Mapping(out))
     }
@@ -124,6 +193,31 @@ mod tests {
             &Value::Sequence(vec![Value::String("browser".into())])
         );
         assert_eq!(hermes.get("<<"), None);
+    }
+
+    #[test]
+    fn every_shape_of_merge_reads_as_pyyaml_reads_it() {
+        let hermes = |text: &str| {
+            let v = parse(text).unwrap();
+            get(get(&v, "metadata"), "hermes").clone()
+        };
+        let ts = |v: &Value| get(v, "requires_toolsets").clone();
+        let browser = Value::Sequence(vec![Value::String("browser".into())]);
+        // Two `<<` in one mapping: both apply, the later over the earlier.
+        let two = "a: &a\n  requires_toolsets: [browser]\nb: &b\n  tags: [x]\nmetadata:\n  hermes:\n    <<: *a\n    <<: *b\n";
+        assert_eq!(ts(&hermes(two)), browser);
+        // A list: the first listed wins.
+        let list = "a: &a\n  requires_toolsets: [browser]\nb: &b\n  requires_toolsets: []\nmetadata:\n  hermes:\n    <<: [*a, *b]\n";
+        assert_eq!(ts(&hermes(list)), browser);
+        // A merge inside a mapping that is merged.
+        let nested = "a: &a\n  requires_toolsets: [browser]\nb: &b\n  <<: *a\n  tags: [y]\nmetadata:\n  hermes:\n    <<: *b\n";
+        assert_eq!(ts(&hermes(nested)), browser);
+        // The mapping's own key wins over every merge.
+        let own = "a: &a\n  requires_toolsets: [browser]\nmetadata:\n  hermes:\n    <<: *a\n    requires_toolsets: []\n";
+        assert_eq!(ts(&hermes(own)), Value::Sequence(vec![]));
+        // Beyond serde_yaml's nesting limit: an error that says so.
+        let deep = format!("x: {}{}\n", "[".repeat(130), "]".repeat(130));
+        assert!(beyond_limits(&parse(&deep).unwrap_err()));
     }
 
     #[test]

@@ -352,3 +352,54 @@ fn a_long_running_index_rebuilds_a_file_a_query_found_damaged() {
         .collect();
     assert_eq!(aside.len(), 1, "the damaged file is kept aside");
 }
+
+/// A file cut on its last page: queries still answer, but every sync fails ("truncated below
+/// stored layout"). The failing background sync makes the next one a rebuild, so a
+/// long-running index heals, and a skill added meanwhile gets indexed.
+#[test]
+fn a_long_running_index_rebuilds_a_file_its_syncs_find_damaged() {
+    use skillidx::refresh::{LiveIndex, LiveOptions};
+    use std::time::Duration;
+    let h = Home::new();
+    for i in 0..200 {
+        h.skill(
+            &format!("c/s{i}"),
+            &format!("s{i}"),
+            &format!("skill about topic{i}"),
+        );
+    }
+    assert!(cli(&h, &["sync"]).status.success());
+    let len = std::fs::metadata(h.db()).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(h.db())
+        .unwrap()
+        .set_len(len - 4096)
+        .unwrap();
+    h.skill(
+        "z/zebra",
+        "zebra-new",
+        "a zebra telescope added after the cut",
+    );
+    let opts = LiveOptions {
+        ttl: Duration::ZERO,
+        ..LiveOptions::default()
+    };
+    let live = LiveIndex::locate(Some(h.path()), None, None, opts).unwrap();
+    let query = skillidx::search::SearchOptions::default();
+    for _ in 0..4 {
+        live.refresh();
+        assert!(live.wait(Some(Duration::from_secs(60))));
+        std::thread::sleep(FAILURE_PAUSE);
+        if live
+            .search("zebra telescope", &query)
+            .is_ok_and(|h| h.first().is_some_and(|h| h.id == "zebra-new"))
+        {
+            return;
+        }
+    }
+    panic!("never healed: {:?}", live.status());
+}
+
+/// Longer than the retry delay after a failed background sync.
+const FAILURE_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);

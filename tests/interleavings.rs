@@ -553,7 +553,7 @@ fn a_link_switched_around_the_open_never_lets_a_secret_through() {
     point(Path::new("real.md"));
     let gate = tempfile::tempdir().unwrap();
     let g = gate.path().display();
-    let mut child = sync(h.path())
+    let child = sync(h.path())
         .env(
             "SKILLIDX_FAILPOINTS",
             format!("sync-after-scan=pause({g});sync-read-opened=pause({g})"),

@@ -108,7 +108,9 @@ fn status(common: &Common) -> Result<ExitCode> {
         },
         yes(s.plugin_enabled)
     )?;
-    if s.indexed {
+    if let Some(why) = &s.index_error {
+        outln!("index {}: cannot be used: {why}", s.db.display())?;
+    } else if s.indexed {
         let ago = (std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64)

@@ -103,6 +103,7 @@ fn read_config(config: &Path) -> Result<Option<String>, HermesError> {
 /// config.yaml keeps its mode and owner, and what it held before is recorded for
 /// [`uninstall`].
 pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
+    let _user = AsOwner::of(&profile.home)?;
     let dir = profile.home.join("plugins").join(PLUGIN_NAME);
     // Checked before anything is made: a linked `plugins/` must not get a folder either.
     if let Some(plugins) = dir.parent().filter(|p| p.exists()) {
@@ -161,6 +162,77 @@ pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
     })
 }
 
+/// While alive, the process acts as the owner of a home it does not own: root installing
+/// into a user's home writes with that user's rights (effective user and group, and no
+/// supplementary groups), so that whatever a link in the home leads to, or whatever the user
+/// swaps in while the install runs, nothing is written that the user could not write
+/// themselves. The checks above are for the plain case; this holds in every interleaving.
+struct AsOwner {
+    #[cfg(unix)]
+    restore: Option<(Vec<libc::gid_t>, libc::gid_t)>,
+}
+
+impl AsOwner {
+    #[cfg(unix)]
+    fn of(home: &Path) -> Result<AsOwner, HermesError> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(home).map_err(io(home))?;
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        if euid != 0 || meta.uid() == 0 {
+            return Ok(AsOwner { restore: None });
+        }
+        let failed = |what: &str| HermesError::Io {
+            path: home.to_owned(),
+            source: std::io::Error::other(format!(
+                "cannot act as the home's owner ({what}): {}",
+                std::io::Error::last_os_error()
+            )),
+        };
+        // SAFETY: plain system calls on values owned here; the groups buffer is sized by
+        // the first call.
+        unsafe {
+            let n = libc::getgroups(0, std::ptr::null_mut());
+            let mut groups = vec![0; n.max(0) as usize];
+            if libc::getgroups(n, groups.as_mut_ptr()) < 0 {
+                return Err(failed("getgroups"));
+            }
+            let egid = libc::getegid();
+            let gid = meta.gid();
+            if libc::setgroups(1, &gid) != 0 || libc::setegid(gid) != 0 {
+                return Err(failed("setegid"));
+            }
+            if libc::seteuid(meta.uid()) != 0 {
+                libc::setegid(egid);
+                libc::setgroups(groups.len(), groups.as_ptr());
+                return Err(failed("seteuid"));
+            }
+            Ok(AsOwner {
+                restore: Some((groups, egid)),
+            })
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(_: &Path) -> Result<AsOwner, HermesError> {
+        Ok(AsOwner {})
+    }
+}
+
+#[cfg(unix)]
+impl Drop for AsOwner {
+    fn drop(&mut self) {
+        if let Some((groups, egid)) = self.restore.take() {
+            // SAFETY: back to root, which the process was when it made this guard.
+            unsafe {
+                libc::seteuid(0);
+                libc::setegid(egid);
+                libc::setgroups(groups.len(), groups.as_ptr());
+            }
+        }
+    }
+}
+
 /// Refuses a folder that is not where it seems: `dir`, `home` joined with `parts`, must be
 /// that folder of the home, not reached through a link (`ln -s /elsewhere
 /// plugins/skill-retrieval`), so that an install, perhaps run by root for another user's
@@ -211,6 +283,7 @@ fn same_owner(_: &Path, _: &Path) -> Result<(), HermesError> {
 /// install (removed, if install created it); otherwise only the `plugins.enabled` entry is
 /// removed from the text.
 pub fn uninstall(profile: &Profile) -> Result<InstallReport, HermesError> {
+    let _user = AsOwner::of(&profile.home)?;
     let config = profile.home.join("config.yaml");
     let dir = profile.home.join("plugins").join(PLUGIN_NAME);
     let record: Option<InstallRecord> = std::fs::read(dir.join(INSTALL_RECORD))

@@ -169,7 +169,11 @@ impl Block {
     /// of it (the skill stays allowed): written as it is, it would draw lines of the
     /// block's shape.
     pub fn names_only(&self) -> String {
-        let plain = |s: &str| !s.chars().any(char::is_control);
+        // Line and paragraph separators break lines for many readers too.
+        let plain = |s: &str| {
+            !s.chars()
+                .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}'))
+        };
         let mut out = String::from("\n");
         for g in self.groups.iter().filter(|g| plain(&g.category)) {
             let names: Vec<&str> = g

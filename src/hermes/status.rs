@@ -13,6 +13,7 @@ use super::install::enabled_names;
 use super::{HermesError, PLUGIN_FILES, PLUGIN_NAME};
 use crate::home::Profile;
 use crate::offer::Session;
+use crate::store::StoreError;
 use crate::Index;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -66,6 +67,9 @@ pub struct Status {
     pub db: PathBuf,
     /// The index holds this profile.
     pub indexed: bool,
+    /// Why the index cannot be used, when it exists but cannot (damaged, another home's, a
+    /// newer schema): the message names the remedy.
+    pub index_error: Option<String>,
     /// Commits so far.
     pub generation: u64,
     /// When the last committing sync started, ns since the epoch.
@@ -104,14 +108,16 @@ pub fn status(profile: &Profile, db: &Path, python: &Path) -> Result<Status, Her
         plugin_enabled,
         db: db.to_owned(),
         indexed: false,
+        index_error: None,
         generation: 0,
         synced_at_ns: 0,
         offered: 0,
         hermes: None,
         hermes_error: None,
     };
-    let ours: BTreeSet<(String, String)> = match Index::open(db) {
-        Ok(index) if index.ensure_profile(&profile.name).is_ok() => {
+    let opened = Index::open(db).and_then(|i| i.ensure_profile(&profile.name).map(|()| i));
+    let ours: BTreeSet<(String, String)> = match opened {
+        Ok(index) => {
             let stats = index.stats(&profile.name).map_err(index_error)?;
             out.indexed = true;
             out.generation = stats.generation;
@@ -123,7 +129,13 @@ pub fn status(profile: &Profile, db: &Path, python: &Path) -> Result<Status, Her
                 .map(|o| (o.category, o.name))
                 .collect()
         }
-        _ => BTreeSet::new(),
+        Err(crate::Error::NotIndexed { .. } | crate::Error::Store(StoreError::Missing(_))) => {
+            BTreeSet::new()
+        }
+        Err(e) => {
+            out.index_error = Some(e.to_string());
+            BTreeSet::new()
+        }
     };
     out.offered = ours.len();
     match hermes_pairs(profile, python) {
