@@ -26,6 +26,7 @@ pub mod rerank;
 pub mod safety;
 pub mod scan;
 pub mod search;
+pub mod select;
 #[cfg(feature = "semantic")]
 pub mod semantic;
 pub mod skill;

@@ -123,6 +123,8 @@ struct PyHit {
     score: f64,
     #[pyo3(get)]
     path: String,
+    /// Copies that ranked lower, named by this entry (see `skillidx::select`).
+    alternatives: Vec<crate::search::Alternative>,
 }
 
 impl From<crate::search::Hit> for PyHit {
@@ -134,6 +136,7 @@ impl From<crate::search::Hit> for PyHit {
             description: h.description,
             score: h.score,
             path: h.path,
+            alternatives: h.alternatives,
         }
     }
 }
@@ -147,6 +150,7 @@ impl From<&PyHit> for crate::search::Hit {
             description: h.description.clone(),
             score: h.score,
             path: h.path.clone(),
+            alternatives: h.alternatives.clone(),
         }
     }
 }
@@ -160,6 +164,12 @@ impl PyHit {
         )
     }
 
+    /// The ids of the copies this entry names (empty for a plain search hit).
+    #[getter]
+    fn alternatives(&self) -> Vec<String> {
+        self.alternatives.iter().map(|a| a.id.clone()).collect()
+    }
+
     /// The hit as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
@@ -169,6 +179,7 @@ impl PyHit {
         d.set_item("description", &self.description)?;
         d.set_item("score", self.score)?;
         d.set_item("path", &self.path)?;
+        d.set_item("alternatives", self.alternatives())?;
         Ok(d)
     }
 }
@@ -402,7 +413,12 @@ impl PyIndex {
         if let Some(allowed) = allowed {
             hits.retain(|h| crate::hermes::hit_allowed(h, allowed));
         }
-        Ok(crate::hermes::select_hits(hits, n, min_score_ratio))
+        let selection = crate::select::Selection {
+            k: n,
+            min_score_ratio,
+            fold_copies: true,
+        };
+        Ok(crate::select::select(hits, &selection))
     }
 }
 
@@ -541,8 +557,9 @@ impl PyIndex {
     ///
     /// `session`: a session id whose allow-list [`PyIndex::allow`] keeps (what Hermes' own
     /// `<available_skills>` block lists in it), or `allowed`, explicit `(category, name)`
-    /// pairs; when either is known, `3 × inject_k` hits (at least `k`) are fetched and only
-    /// listed ones are kept, before the floor and `inject_k`.
+    /// pairs; when either is known, only listed skills are kept. `4 × inject_k` hits (at
+    /// least `k`) are fetched, and copies of one capability fold into one entry that names
+    /// the others (`skillidx::select`).
     #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75, allowed=None, session=None))]
     #[allow(clippy::too_many_arguments)]
     fn retrieve(
@@ -562,10 +579,9 @@ impl PyIndex {
     ) -> PyResult<Option<String>> {
         let allowed = allow_list(&self.sessions, session.as_deref(), allowed);
         let inject_k = inject_k.unwrap_or(k).min(k);
-        let fetch = match &allowed {
-            Some(_) => k.max(inject_k.saturating_mul(3)),
-            None => k,
-        };
+        // Over-fetched so that inject_k entries remain once copies fold and hits Hermes
+        // does not list are left out.
+        let fetch = k.max(inject_k.saturating_mul(crate::select::FETCH_PER_ENTRY));
         // What is injected gets the relevance floor.
         let opts = options(fetch, platform, ranking, k1, b, true)?;
         detached(py, || {
@@ -595,11 +611,8 @@ impl PyIndex {
         session: Option<String>,
     ) -> PyResult<Vec<PyHit>> {
         let allowed = allow_list(&self.sessions, session.as_deref(), allowed);
-        // As `retrieve` over-fetches when it filters by `allowed`.
-        let fetch = match &allowed {
-            Some(_) => n.saturating_mul(3),
-            None => n,
-        };
+        // Over-fetched as `retrieve` does.
+        let fetch = n.saturating_mul(crate::select::FETCH_PER_ENTRY);
         let opts = options(fetch, platform, ranking, k1, b, true)?;
         detached(py, || {
             let hits = self.plugin_hits(&query, &opts, allowed.as_deref(), n, min_score_ratio)?;

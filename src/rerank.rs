@@ -782,6 +782,7 @@ mod tests {
             description: format!("Does {id} things"),
             score: 1.0,
             path: format!("/h/skills/{id}/SKILL.md"),
+            alternatives: Vec::new(),
         }
     }
 

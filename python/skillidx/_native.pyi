@@ -39,6 +39,9 @@ class Hit:
     def score(self) -> float: ...
     @property
     def path(self) -> str: ...
+    @property
+    def alternatives(self) -> List[str]:
+        """Ids of the copies this entry names (``retrieve``/``candidates``; else empty)."""
     def to_dict(self) -> Dict[str, Any]: ...
 
 class SyncReport:

@@ -36,6 +36,14 @@ pub struct EvalArgs {
     /// Rankings to compare, comma-separated.
     #[arg(long, default_value = "seed,default", value_delimiter = ',')]
     ranking: Vec<Ranking>,
+    /// Inject copies of one capability as separate entries (as before selection folded
+    /// them), to measure what folding does.
+    #[arg(long)]
+    no_fold: bool,
+    /// The share of the best score an injected hit needs (the plugin's
+    /// SKILL_RETRIEVAL_MIN_SCORE_RATIO).
+    #[arg(long, default_value_t = crate::hermes::DEFAULT_MIN_SCORE_RATIO)]
+    min_score_ratio: f64,
     /// Also list the queries whose relevant skill is not in the top 6.
     #[arg(long)]
     misses: bool,
@@ -157,6 +165,11 @@ fn evaluate_home(
         queries,
         judgements: &judgements,
         session: &session,
+        selection: crate::select::Selection {
+            fold_copies: !args.no_fold,
+            min_score_ratio: args.min_score_ratio,
+            ..crate::eval::plugin_selection()
+        },
     };
     let mut e = Evaluated {
         reports: Vec::new(),

@@ -15,7 +15,7 @@ pub struct Metrics {
     pub queries: usize,
     /// Share with a skill of grade 2 first.
     pub success_at_1: f64,
-    /// Share with a skill of grade 2 in the top 6.
+    /// Share with a skill of grade 2 among those injected (the top 6 the plugin keeps).
     pub success_at_6: f64,
     /// Of the skills injected (the top 6 over the floor), the share that helps (grade 1
     /// or 2; an ungraded one counts as not), averaged over the queries that inject any.
@@ -28,6 +28,8 @@ pub struct Metrics {
     pub ndcg_at_10: f64,
     /// Skills injected per labelled query.
     pub injected: f64,
+    /// Copies named (folded into an injected entry) per labelled query.
+    pub named: f64,
     /// Injected skills no judgement grades (each counted as not helping).
     pub ungraded: usize,
     /// Queries that should retrieve nothing.
@@ -53,12 +55,16 @@ pub struct Outcome {
     pub ndcg_at_6: f64,
     /// Skills injected (the top 6 over the floor).
     pub injected: usize,
+    /// Copies named by those entries rather than injected ([`crate::select`]).
+    pub named: usize,
     /// Of those, the skills of grade 1 or 2.
     pub helpful: usize,
     /// Of those, the skills no judgement grades.
     pub ungraded: usize,
     /// Rank (1-based) of the first skill of grade 2 in the top 10.
     pub first_relevant: Option<usize>,
+    /// Whether a skill of grade 2 is injected.
+    pub found: bool,
     /// The top ids.
     pub top: Vec<String>,
     /// Their scores.
@@ -68,15 +74,16 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The outcome of a query whose top hits (best first, at most 10) have `grades`, of
-    /// which the first `injected` are injected; `ideal` are the best grades any ranking
-    /// could show for it, best first.
-    pub fn score(grades: &[Option<Grade>], injected: usize, ideal: &[Grade]) -> Scored {
+    /// The outcome of a query whose top hits (best first, at most 10) have `grades` and
+    /// whose injected hits (what the plugin keeps of them) have `shown`; `ideal` are the
+    /// best grades any ranking could show for it, best first.
+    pub fn score(grades: &[Option<Grade>], shown: &[Option<Grade>], ideal: &[Grade]) -> Scored {
         let gain = |g: Grade| f64::from((1u32 << g) - 1);
         let discount = |i: usize| 1.0 / ((i + 2) as f64).log2();
-        let dcg6: f64 = grades
+        // What is not injected helps no one: the @6 metrics read only the injected hits.
+        let shown = &shown[..shown.len().min(INJECTED)];
+        let dcg6: f64 = shown
             .iter()
-            .take(INJECTED)
             .enumerate()
             .map(|(i, g)| gain(g.unwrap_or(0)) * discount(i))
             .sum();
@@ -100,13 +107,13 @@ impl Outcome {
             .count()
             .clamp(1, 10);
         let idcg10: f64 = (0..ideal10).map(discount).sum();
-        let shown = &grades[..injected.min(grades.len())];
         Scored {
             ndcg_at_6: if idcg6 > 0.0 { dcg6 / idcg6 } else { 0.0 },
             ndcg_at_10: dcg10 / idcg10,
             helpful: shown.iter().filter(|g| g.is_some_and(|g| g >= 1)).count(),
             ungraded: shown.iter().filter(|g| g.is_none()).count(),
             first_relevant: grades.iter().take(10).position(relevant).map(|i| i + 1),
+            found: shown.iter().any(relevant),
         }
     }
 }
@@ -124,6 +131,8 @@ pub struct Scored {
     pub ungraded: usize,
     /// Rank of the first skill of grade 2.
     pub first_relevant: Option<usize>,
+    /// Whether a skill of grade 2 is injected.
+    pub found: bool,
 }
 
 /// A whole evaluation.
@@ -163,6 +172,7 @@ struct Sums {
     mrr: f64,
     ndcg: f64,
     injected_labelled: f64,
+    named: f64,
     ungraded: usize,
     empty: usize,
     injected: f64,
@@ -179,11 +189,12 @@ impl Sums {
         let first = o.first_relevant;
         self.queries += 1;
         self.s1 += f64::from(u8::from(first == Some(1)));
-        self.s6 += f64::from(u8::from(first.is_some_and(|r| r <= INJECTED)));
+        self.s6 += f64::from(u8::from(o.found));
         self.mrr += first.map_or(0.0, |r| 1.0 / r as f64);
         self.ndcg += o.ndcg_at_10;
         self.ndcg6 += o.ndcg_at_6;
         self.injected_labelled += o.injected as f64;
+        self.named += o.named as f64;
         if o.injected > 0 {
             self.p6_queries += 1;
             self.p6 += o.helpful as f64 / o.injected as f64;
@@ -201,6 +212,7 @@ impl Sums {
             mrr_at_10: self.mrr / q,
             ndcg_at_10: self.ndcg / q,
             injected: self.injected_labelled / q,
+            named: self.named / q,
             ungraded: self.ungraded,
             empty_queries: self.empty,
             injected_when_empty: self.injected / self.empty.max(1) as f64,
@@ -245,7 +257,7 @@ mod tests {
     fn graded_scores_of_one_query() {
         // Injected: a 2, an ungraded, a 0, a 1; one more 2 exists beyond the top.
         let grades = [Some(2), None, Some(0), Some(1)];
-        let s = Outcome::score(&grades, 4, &[2, 2, 1]);
+        let s = Outcome::score(&grades, &grades, &[2, 2, 1]);
         assert_eq!(s.first_relevant, Some(1));
         assert_eq!((s.helpful, s.ungraded), (2, 1));
         let d = |i: usize| 1.0 / ((i + 2) as f64).log2();
@@ -254,6 +266,12 @@ mod tests {
         assert!((s.ndcg_at_6 - dcg / idcg).abs() < 1e-12);
         assert!((s.ndcg_at_10 - 1.0 / (d(0) + d(1))).abs() < 1e-12);
         // Nothing to find: zero, not NaN.
-        assert_eq!(Outcome::score(&[], 0, &[]).ndcg_at_6, 0.0);
+        assert_eq!(Outcome::score(&[], &[], &[]).ndcg_at_6, 0.0);
+        // A relevant hit under the plugin's floor is ranked but not injected.
+        let s = Outcome::score(&[Some(0), Some(2)], &[Some(0)], &[2]);
+        assert_eq!(
+            (s.first_relevant, s.found, s.ndcg_at_6),
+            (Some(2), false, 0.0)
+        );
     }
 }

@@ -28,6 +28,7 @@ pub use queries::{load, EvalError, Query};
 pub use table::{chitchat_line, column_name, table};
 
 use crate::search::{Ingredients, Ranking, SearchOptions};
+use crate::select::{select, Selection};
 use crate::Index;
 use std::collections::HashSet;
 use std::path::Path;
@@ -47,6 +48,18 @@ pub struct Setup<'a> {
     pub judgements: &'a Judgements,
     /// The session the answers are for.
     pub session: &'a crate::offer::Session,
+    /// How the injected hits are chosen from the ranking ([`plugin_selection`]).
+    pub selection: Selection,
+}
+
+/// The plugin's default selection: six entries at most, each at least a quarter of the best
+/// score, copies folded.
+pub fn plugin_selection() -> Selection {
+    Selection {
+        k: INJECTED,
+        min_score_ratio: crate::hermes::DEFAULT_MIN_SCORE_RATIO,
+        fold_copies: true,
+    }
 }
 
 /// Runs the queries with `ranking` and `ingredients`.
@@ -83,7 +96,7 @@ pub fn evaluate_with(
     let mut ungraded = Vec::new();
     for q in setup.queries {
         let opts = SearchOptions {
-            k: 10,
+            k: 10.max(INJECTED * crate::select::FETCH_PER_ENTRY),
             // What the plugin would inject, floor included.
             floor: true,
             session: Some(setup.session.clone()),
@@ -98,22 +111,29 @@ pub fn evaluate_with(
             .iter()
             .map(|f| setup.judgements.grade(&q.id, f))
             .collect();
-        let injected = hits.len().min(INJECTED);
-        let ideal = setup
-            .judgements
-            .ideal(&q.id, &|f: &str| offered.contains(f));
-        let s = Outcome::score(&grades, injected, &ideal);
-        for (i, h) in hits.iter().enumerate().take(injected) {
-            if grades[i].is_none() {
+        // As injected: the plugin's selection (its default ratio to the best, six at most).
+        let shown_hits = select(hits.clone(), &setup.selection);
+        let mut shown = Vec::with_capacity(shown_hits.len());
+        for h in &shown_hits {
+            let folder = judgements::folder_of(&h.path, setup.skills_root);
+            let grade = setup.judgements.grade(&q.id, &folder);
+            if grade.is_none() {
                 ungraded.push(Ungraded {
                     query: q.id.clone(),
                     text: q.query.clone(),
-                    skill: folders[i].clone(),
+                    skill: folder,
                     name: h.name.clone(),
                     description: h.description.clone(),
                 });
             }
+            shown.push(grade);
         }
+        let injected = shown.len();
+        let named = shown_hits.iter().map(|h| h.alternatives.len()).sum();
+        let ideal = setup
+            .judgements
+            .ideal(&q.id, &|f: &str| offered.contains(f));
+        let s = Outcome::score(&grades, &shown, &ideal);
         outcomes.push(Outcome {
             id: q.id.clone(),
             kind: q.kind.clone(),
@@ -122,9 +142,11 @@ pub fn evaluate_with(
             ndcg_at_10: s.ndcg_at_10,
             ndcg_at_6: s.ndcg_at_6,
             injected,
+            named,
             helpful: s.helpful,
             ungraded: s.ungraded,
             first_relevant: s.first_relevant,
+            found: s.found,
             scores: hits.iter().map(|h| h.score).collect(),
             top: hits.into_iter().map(|h| h.id).collect(),
             grades,

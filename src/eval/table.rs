@@ -65,6 +65,13 @@ pub fn table(reports: &[Report]) -> String {
     for r in reports {
         out.push_str(&format!(" {} | | | | |", r.overall.ungraded));
     }
+    out.push_str("\n| entries injected / copies named per turn | |");
+    for r in reports {
+        out.push_str(&format!(
+            " {:.2} / {:.2} | | | | |",
+            r.overall.injected, r.overall.named
+        ));
+    }
     out.push('\n');
     out
 }

@@ -2,7 +2,7 @@
 //! plugin into a profile home ([`install`], in `install.rs`).
 //!
 //! The plugin itself (`python/skillidx/hermes_plugin/`) is a thin Python shell over the
-//! functions here: [`is_chit_chat`], [`select_hits`], [`format_retrieved_block`] and
+//! functions here: [`is_chit_chat`], [`format_retrieved_block`] and
 //! [`injected_ids`]. Its two files are embedded in the binary ([`PLUGIN_FILES`]) so
 //! `skillidx hermes install` works without the Python sources around.
 
@@ -112,37 +112,26 @@ pub fn truncate_description(desc: &str) -> String {
     format!("{cut}…")
 }
 
-/// The hits to inject: those scoring at least `min_score_ratio` of the best (the best one
-/// always stays; a ratio ≤ 0 keeps all), then the first `inject_k`. Hits whose id cannot be
-/// shown ([`safety::id_problem`]) are dropped first, so they neither take a place nor set
-/// the floor.
-pub fn select_hits(mut hits: Vec<Hit>, inject_k: usize, min_score_ratio: f64) -> Vec<Hit> {
-    hits.retain(|h| safety::id_problem(&h.id).is_none());
-    if let Some(best) = hits.first().map(|h| h.score) {
-        if min_score_ratio > 0.0 {
-            let floor = best * min_score_ratio;
-            hits.retain(|h| h.score >= floor);
-        }
-    }
-    hits.truncate(inject_k);
-    hits
-}
-
-/// The skill folder's name (the folder holding the SKILL.md).
-fn skill_dir(hit: &Hit) -> &str {
-    Path::new(&hit.path)
+/// The skill folder's name (the folder holding the SKILL.md at `path`), else `id`.
+fn skill_dir<'a>(path: &'a str, id: &'a str) -> &'a str {
+    Path::new(path)
         .parent()
         .and_then(Path::file_name)
         .and_then(|n| n.to_str())
-        .unwrap_or(&hit.name)
+        .unwrap_or(id)
 }
 
 /// The `(category/skill-dir)` label of a hit, as the seed shows it. Folder names come from
 /// strangers too: each part goes through [`safety::label`], so the label is one line of
 /// plain text with no `.`/`..` component.
 fn location_label(hit: &Hit) -> String {
-    let dir = safety::label(skill_dir(hit));
-    let category = safety::label(&hit.category);
+    label_of(&hit.path, &hit.id, &hit.category)
+}
+
+/// [`location_label`] of a skill at `path` in `category`.
+fn label_of(path: &str, id: &str, category: &str) -> String {
+    let dir = safety::label(skill_dir(path, id));
+    let category = safety::label(category);
     if category.is_empty() || category == "general" || category == dir {
         dir
     } else if dir.is_empty() {
@@ -208,6 +197,17 @@ pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> 
             line.push_str(&desc);
         }
         lines.push(line);
+        let named: Vec<String> = h
+            .alternatives
+            .iter()
+            .filter(|a| safety::id_problem(&a.id).is_none())
+            .map(|a| (a, label_of(&a.path, &a.id, &a.category)))
+            .filter(|(a, label)| !straddles(&a.id, label, ""))
+            .map(|(a, label)| format!("**{}** ({label})", a.id))
+            .collect();
+        if !named.is_empty() {
+            lines.push(format!("{ALTERNATIVES_PREFIX}{}", named.join(", ")));
+        }
     }
     if !earlier.is_empty() {
         lines.push(format!("{EARLIER_PREFIX}{}", earlier.join(", ")));
@@ -250,6 +250,10 @@ fn inline_cached(text: &str) -> String {
 /// How many sanitised descriptions [`inline_cached`] keeps.
 const INLINE_MEMORY: usize = 4096;
 
+/// The start of the line under an entry that names its copies ([`crate::select`]): other
+/// installed skills of the same capability, which ranked lower.
+pub const ALTERNATIVES_PREFIX: &str = "  Same capability, also installed: ";
+
 /// The start of the line naming hits described by an earlier turn.
 pub const EARLIER_PREFIX: &str = "Also relevant (described earlier in this conversation): ";
 
@@ -266,7 +270,7 @@ pub fn injected_ids(text: &str) -> Vec<String> {
         if !in_block {
             continue;
         }
-        if line == BLOCK_INTRO || line.is_empty() {
+        if line == BLOCK_INTRO || line.is_empty() || line.starts_with(ALTERNATIVES_PREFIX) {
             continue;
         }
         match line.strip_prefix("- **").and_then(|r| r.split_once("** (")) {
@@ -322,6 +326,23 @@ fn parse_entry(line: &str) -> Option<(&str, &str)> {
     (tail.is_empty() || tail.starts_with(": ")).then_some((id, label))
 }
 
+/// The `(id, label)` pairs of an alternatives line (after [`ALTERNATIVES_PREFIX`]),
+/// `**id** (label)` joined by `, `; `None` unless the whole line is such a list. Ids hold
+/// no `*` and labels no `)` ([`safety::id_problem`], [`safety::label`]), so each item ends
+/// where it seems to.
+fn parse_named(mut rest: &str) -> Option<Vec<(&str, &str)>> {
+    let mut out = Vec::new();
+    loop {
+        let (id, after) = rest.strip_prefix("**")?.split_once("** (")?;
+        let (label, tail) = after.split_once(')')?;
+        out.push((id, label));
+        if tail.is_empty() {
+            return Some(out);
+        }
+        rest = tail.strip_prefix(", ")?;
+    }
+}
+
 /// Every retrieved-skills block of `text` ([`format_retrieved_block`]'s format) with only the
 /// entries Hermes lists in `allowed` (its `(category, name)` pairs, read from the request's
 /// own `<available_skills>` block by [`listing::verified`]), at most `inject_k`
@@ -357,10 +378,28 @@ pub fn filter_retrieved_blocks(text: &str, allowed: &Allowed, inject_k: usize) -
         }
         let mut kept: Vec<String> = Vec::new();
         while let Some((id, label)) = lines.get(j).and_then(|l| parse_entry(l)) {
-            if kept.len() < inject_k && entry_allowed(id, label, allowed) {
+            let keep = kept.len() < inject_k && entry_allowed(id, label, allowed);
+            if keep {
                 kept.push(lines[j].to_owned());
             }
             j += 1;
+            if let Some(named) = lines
+                .get(j)
+                .and_then(|l| l.strip_prefix(ALTERNATIVES_PREFIX))
+            {
+                // Named copies pass the same test as entries; a line that does not parse
+                // whole is not the plugin's and goes.
+                let listed: Vec<String> = parse_named(named)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|(id, label)| entry_allowed(id, label, allowed))
+                    .map(|(id, label)| format!("**{id}** ({label})"))
+                    .collect();
+                if keep && !listed.is_empty() {
+                    kept.push(format!("{ALTERNATIVES_PREFIX}{}", listed.join(", ")));
+                }
+                j += 1;
+            }
         }
         let mut earlier: Vec<&str> = Vec::new();
         if let Some(names) = lines.get(j).and_then(|l| l.strip_prefix(EARLIER_PREFIX)) {
@@ -411,6 +450,7 @@ mod tests {
             description: desc.into(),
             score,
             path: path.into(),
+            alternatives: Vec::new(),
         }
     }
 
@@ -557,23 +597,6 @@ mod tests {
         assert_eq!(format_retrieved_block(&hits[1..3], &[]), None);
     }
 
-    #[test]
-    fn floor_and_inject_k() {
-        let hits = vec![
-            hit("a", "c", "/a/SKILL.md", "", 10.0),
-            hit("b", "c", "/b/SKILL.md", "", 3.0),
-            hit("c", "c", "/c/SKILL.md", "", 2.0),
-        ];
-        let ids = |v: Vec<Hit>| v.into_iter().map(|h| h.id).collect::<Vec<_>>();
-        assert_eq!(ids(select_hits(hits.clone(), 6, 0.25)), ["a", "b"]);
-        assert_eq!(ids(select_hits(hits.clone(), 6, 0.0)), ["a", "b", "c"]);
-        assert_eq!(ids(select_hits(hits.clone(), 1, 0.0)), ["a"]);
-        // A hostile id takes no place and sets no floor.
-        let mut hostile = vec![hit("../x", "c", "/x/SKILL.md", "", 100.0)];
-        hostile.extend(hits);
-        assert_eq!(ids(select_hits(hostile, 2, 0.25)), ["a", "b"]);
-    }
-
     fn pairs(v: &[(&str, &str)]) -> Allowed {
         Allowed::from_pairs(v.iter().map(|(c, n)| ((*c).into(), (*n).into())))
     }
@@ -695,5 +718,49 @@ mod tests {
             kept,
             format!("{BLOCK_HEADING}\n{BLOCK_INTRO}\n\n{EARLIER_PREFIX}k8s")
         );
+    }
+
+    #[test]
+    fn named_copies_are_filtered_like_entries() {
+        let mut main = hit(
+            "pdf2md",
+            "docs",
+            "/h/skills/docs/pdf2md/SKILL.md",
+            "PDF to MD",
+            5.0,
+        );
+        let copy = |id: &str, cat: &str| crate::search::Alternative {
+            id: id.into(),
+            category: cat.into(),
+            path: format!("/h/skills/{cat}/{id}/SKILL.md"),
+        };
+        main.alternatives = vec![copy("pdf-md", "docs"), copy("hidden-md", "secret")];
+        let other = hit("csv", "data", "/h/skills/data/csv/SKILL.md", "CSV", 4.0);
+        let block = format_retrieved_block(&[main, other], &[]).unwrap_or_default();
+        assert!(
+            block.contains(&format!(
+                "\n{ALTERNATIVES_PREFIX}**pdf-md** (docs/pdf-md), **hidden-md** (secret/hidden-md)\n"
+            )),
+            "{block}"
+        );
+        assert_eq!(injected_ids(&block), ["pdf2md", "csv"]);
+        // A copy Hermes does not list in the session is not named.
+        let allowed = pairs(&[("docs", "pdf2md"), ("docs", "pdf-md"), ("data", "csv")]);
+        let kept = filter_retrieved_blocks(&block, &allowed, 6);
+        assert!(kept.contains(&format!("{ALTERNATIVES_PREFIX}**pdf-md** (docs/pdf-md)\n")));
+        assert!(!kept.contains("hidden-md"), "{kept}");
+        assert_eq!(filter_retrieved_blocks(&kept, &allowed, 6), kept);
+        // Nothing named survives: the line goes; an entry that goes takes its line along.
+        let only_main = pairs(&[("docs", "pdf2md"), ("data", "csv")]);
+        let kept = filter_retrieved_blocks(&block, &only_main, 6);
+        assert!(!kept.contains(ALTERNATIVES_PREFIX), "{kept}");
+        let only_csv = pairs(&[("docs", "pdf-md"), ("data", "csv")]);
+        let kept = filter_retrieved_blocks(&block, &only_csv, 6);
+        assert_eq!(injected_ids(&kept), ["csv"]);
+        assert!(!kept.contains("pdf-md"), "{kept}");
+        // A forged line that is not a whole list is dropped.
+        let forged = block.replace(", **hidden-md** (secret/hidden-md)", ", **x** (y) tail");
+        let kept = filter_retrieved_blocks(&forged, &allowed, 6);
+        assert!(!kept.contains(ALTERNATIVES_PREFIX), "{kept}");
     }
 }

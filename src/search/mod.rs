@@ -360,6 +360,32 @@ pub struct Hit {
     pub score: f64,
     /// The SKILL.md path.
     pub path: String,
+    /// Copies of this skill that ranked lower, named rather than shown (filled by
+    /// [`crate::select`]; empty in a ranking's own answer).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Alternative>,
+}
+
+/// A copy of a shown skill: what a prompt needs to name it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alternative {
+    /// The id to load it by.
+    pub id: String,
+    /// Its category path.
+    pub category: String,
+    /// Its SKILL.md path.
+    pub path: String,
+}
+
+impl Alternative {
+    /// The alternative that names `hit`.
+    pub fn of(hit: &Hit) -> Alternative {
+        Alternative {
+            id: hit.id.clone(),
+            category: hit.category.clone(),
+            path: hit.path.clone(),
+        }
+    }
 }
 
 /// A table of postings lists by term: the lists, or their seed projections.
@@ -520,6 +546,7 @@ impl<'s> Snapshot<'s> {
             description: f.description.to_owned(),
             score,
             path: f.key.to_owned(),
+            alternatives: Vec::new(),
         }))
     }
 
