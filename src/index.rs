@@ -123,7 +123,7 @@ impl Index {
     pub fn open_for_sync(db: &Path) -> Result<Index, Error> {
         match Store::open_read(db) {
             Ok(store) => Ok(Index { store }),
-            Err(StoreError::Missing(_)) => Self::open_writable(db),
+            Err(StoreError::Missing(_) | StoreError::Empty(_)) => Self::open_writable(db),
             Err(e) => Err(e.into()),
         }
     }
@@ -134,7 +134,15 @@ impl Index {
     /// was moved or restored elsewhere with its index inside it, or `--db` names a file
     /// another home uses; that index is kept, not overwritten.
     pub fn open_for_rebuild(db: &Path, root: &Path) -> Result<(Index, Option<Aside>), Error> {
-        let other_home = match Store::open_write_verified(db) {
+        // An empty file is moved aside too rather than filled in place: a reader holding
+        // it (cut to nothing under it) follows a new file, not one with its old identity.
+        let empty = std::fs::metadata(db).is_ok_and(|m| m.is_file() && m.len() == 0);
+        let verified = if empty {
+            Err(StoreError::Empty(db.to_owned()))
+        } else {
+            Store::open_write_verified(db)
+        };
+        let other_home = match verified {
             Ok(store) => match store.root_home()? {
                 Some(recorded) if recorded != root => Some(recorded),
                 _ => return Ok((Index { store }, None)),
@@ -143,7 +151,8 @@ impl Index {
                 StoreError::Foreign(_)
                 | StoreError::NotOurs(_)
                 | StoreError::Corrupt { .. }
-                | StoreError::BadRecord { .. },
+                | StoreError::BadRecord { .. }
+                | StoreError::Empty(_),
             ) => None,
             Err(e) => return Err(e.into()),
         };

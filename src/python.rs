@@ -72,7 +72,9 @@ impl From<Failure> for PyErr {
                 match e {
                     crate::Error::Profile(_) | crate::Error::Home(_) => ProfileError::new_err(msg),
                     crate::Error::NotIndexed { .. } => IndexMissingError::new_err(msg),
-                    crate::Error::Store(StoreError::Missing(_)) => IndexMissingError::new_err(msg),
+                    crate::Error::Store(StoreError::Missing(_) | StoreError::Empty(_)) => {
+                        IndexMissingError::new_err(msg)
+                    }
                     crate::Error::Store(
                         StoreError::Foreign(_)
                         | StoreError::NotOurs(_)

@@ -574,7 +574,7 @@ impl LiveIndex {
         });
         match inner.current() {
             Ok(_) => {}
-            Err(Error::Store(StoreError::Missing(_))) if !opts.readonly => {}
+            Err(Error::Store(StoreError::Missing(_) | StoreError::Empty(_))) if !opts.readonly => {}
             // A damaged file is built again by the first sync (`prepare`, `refresh`).
             Err(Error::Store(e)) if e.is_corrupt() && !opts.readonly => {
                 inner.state().rebuild_due = true;
@@ -714,7 +714,7 @@ impl LiveIndex {
     pub fn prepare(&self) -> Result<Option<SyncReport>, Error> {
         let built = match self.inner.current().and_then(|(h, _)| h.index.profiles()) {
             Ok(profiles) => profiles.contains(&self.inner.profile.name),
-            Err(Error::Store(StoreError::Missing(_))) => false,
+            Err(Error::Store(StoreError::Missing(_) | StoreError::Empty(_))) => false,
             Err(Error::Store(e)) if e.is_corrupt() && !self.inner.opts.readonly => {
                 self.inner.state().rebuild_due = false;
                 return self.sync(true).map(Some);

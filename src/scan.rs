@@ -436,19 +436,20 @@ impl LinkBounds {
         self.refuse_target(&target)
     }
 
-    /// Checks, after `path` was opened as `opened`, that the file opened is the one the walk
-    /// found: `path` names it without a link, or through a link (when the walk saw one:
-    /// `bounds`) that leads inside the skill root. The link is resolved once, and that file
-    /// must be the one opened: a link switched between the two is read again.
+    /// Checks, after `path` was opened as `opened_file`, that the file opened is the one the
+    /// walk found: `path` names it without a link, or through a link (when the walk saw one:
+    /// `bounds`) to a file inside the skill root. For a link, the file opened is asked where
+    /// it is (the kernel's name for it), so neither a switched link nor a folder switched
+    /// on the way can answer for it.
     #[cfg(unix)]
     pub fn check_open(
         bounds: Option<&LinkBounds>,
         path: &Path,
-        opened: &std::fs::File,
+        opened_file: &std::fs::File,
     ) -> Result<(), OpenMismatch> {
         use std::os::unix::fs::MetadataExt;
         let id = |m: &std::fs::Metadata| (m.dev(), m.ino());
-        let opened = opened.metadata().map_err(|_| OpenMismatch::Changed)?;
+        let opened = opened_file.metadata().map_err(|_| OpenMismatch::Changed)?;
         let here = std::fs::symlink_metadata(path).map_err(|_| OpenMismatch::Changed)?;
         if !here.file_type().is_symlink() {
             return if id(&here) == id(&opened) {
@@ -462,12 +463,33 @@ impl LinkBounds {
                 "became a symlink after the walk: not read (the next sync judges it)".into(),
             ));
         };
+        // Where the opened file really is, as the kernel names it: any lookup of the path
+        // after the open (canonicalize, stat) can be answered by a folder switched in
+        // between, so the file itself is asked.
+        let Some(real) = opened_path(opened_file) else {
+            return Self::check_by_lookup(bounds, path, &opened);
+        };
+        match bounds.refuse_target(&real) {
+            Some(why) => Err(OpenMismatch::Refused(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// [`LinkBounds::check_open`] where the system cannot name an open file: the link is
+    /// resolved once, and that file must be the one opened.
+    #[cfg(unix)]
+    fn check_by_lookup(
+        bounds: &LinkBounds,
+        path: &Path,
+        opened: &std::fs::Metadata,
+    ) -> Result<(), OpenMismatch> {
+        use std::os::unix::fs::MetadataExt;
         let target = std::fs::canonicalize(path).map_err(|_| OpenMismatch::Changed)?;
         if let Some(why) = bounds.refuse_target(&target) {
             return Err(OpenMismatch::Refused(why));
         }
         match std::fs::metadata(&target) {
-            Ok(m) if id(&m) == id(&opened) => Ok(()),
+            Ok(m) if (m.dev(), m.ino()) == (opened.dev(), opened.ino()) => Ok(()),
             _ => Err(OpenMismatch::Changed),
         }
     }
@@ -481,6 +503,36 @@ impl LinkBounds {
     ) -> Result<(), OpenMismatch> {
         Ok(())
     }
+}
+
+/// The path of the open file `file` as the kernel knows it (`/proc/self/fd` on Linux,
+/// `F_GETPATH` on macOS): the file reached, whatever links and folders led there, with no
+/// further lookup that a switch could answer. `None` where the system cannot say, or when
+/// the file was deleted since.
+#[cfg(target_os = "linux")]
+fn opened_path(file: &std::fs::File) -> Option<PathBuf> {
+    use std::os::unix::io::AsRawFd;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+    (real.is_absolute() && !real.to_string_lossy().ends_with(" (deleted)")).then_some(real)
+}
+
+#[cfg(target_os = "macos")]
+fn opened_path(file: &std::fs::File) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: F_GETPATH writes at most PATH_MAX bytes, NUL-terminated, into `buf`.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETPATH, buf.as_mut_ptr()) };
+    if rc == -1 {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0)?;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(&buf[..len])))
+}
+
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "macos"))))]
+fn opened_path(_: &std::fs::File) -> Option<PathBuf> {
+    None
 }
 
 /// Whether `target` (resolved) is in a file system of the kernel's (`/proc`, `/sys`,

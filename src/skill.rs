@@ -162,7 +162,7 @@ pub fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     while let Some(pos) = rest[from..].find("\n---") {
         let start = from + pos;
         let after = &rest[start + 4..];
-        let ws = after.len() - after.trim_start().len();
+        let ws = after.len() - after.trim_start_matches(py_space).len();
         // `\s*\n` backtracks to the last newline inside the whitespace run.
         if let Some(nl) = after[..ws].rfind('\n') {
             let end = start + 4 + nl + 1;
@@ -173,8 +173,26 @@ pub fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     (None, content)
 }
 
+/// `text` with its line endings as Python's universal newlines read them (Hermes reads a
+/// SKILL.md with `read_text()`): `\r\n` and a lone `\r` become `\n`. A file with bare CR
+/// endings has frontmatter for Hermes, so it must have it here too.
+pub fn universal_newlines(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\r') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
+}
+
+/// Whether Python's `str.isspace` (and so `\s` in Hermes' regular expressions) holds for
+/// `c`: Unicode white space, and the separators U+001C–U+001F, which Rust's does not count.
+pub fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
 /// Parses SKILL.md text found at `location`.
 pub fn parse_text(content: &str, location: &Location) -> Skill {
+    let content = universal_newlines(content);
+    let content = content.as_ref();
     let mut notes = Vec::new();
     // A document PyYAML reads but serde_yaml gives up on: its conditions are unknown here.
     let mut beyond_limits = false;
@@ -222,7 +240,7 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
             "name longer than {MAX_NAME_CHARS} characters (Hermes lists it whole)"
         ));
     }
-    if name != name.trim() || name.is_empty() {
+    if name != name.trim_matches(py_space) || name.is_empty() {
         notes.push(format!(
             "name {name:?} is empty or has surrounding spaces; Hermes lists it as it is"
         ));
@@ -230,12 +248,12 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
 
     let mut description = get("description")
         .and_then(scalar_string)
-        .map(|s| trim_quotes(s.trim()).to_owned())
+        .map(|s| trim_quotes(s.trim_matches(py_space)).to_owned())
         .unwrap_or_default();
     if description.is_empty() {
         description = body
             .lines()
-            .map(str::trim)
+            .map(|l| l.trim_matches(py_space))
             .find(|l| !l.is_empty() && !l.starts_with('#'))
             .unwrap_or("")
             .to_owned();
@@ -299,7 +317,7 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
         when_to_use: get("when_to_use")
             .or_else(|| get("when-to-use"))
             .and_then(scalar_string)
-            .map(|s| s.trim().to_owned())
+            .map(|s| s.trim_matches(py_space).to_owned())
             .unwrap_or_default(),
         body: body.chars().take(BODY_CHARS).collect(),
         environments,
@@ -428,7 +446,7 @@ fn hermes_list(v: Option<&Value>) -> Option<Vec<String>> {
     Some(
         items
             .into_iter()
-            .map(|i| py_str(i).to_lowercase().trim().to_owned())
+            .map(|i| py_str(i).to_lowercase().trim_matches(py_space).to_owned())
             .collect(),
     )
 }
@@ -557,11 +575,14 @@ pub fn current_os() -> &'static str {
 }
 
 fn naive_key_values(yaml: &str) -> Vec<(String, Value)> {
-    yaml.trim()
+    yaml.trim_matches(py_space)
         .split('\n')
         .filter_map(|line| {
             let (k, v) = line.split_once(':')?;
-            Some((k.trim().to_owned(), Value::String(v.trim().to_owned())))
+            Some((
+                k.trim_matches(py_space).to_owned(),
+                Value::String(v.trim_matches(py_space).to_owned()),
+            ))
         })
         .collect()
 }
@@ -584,20 +605,20 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
         Some(Value::Sequence(items)) => items
             .iter()
             .filter_map(scalar_string)
-            .map(|s| s.trim().to_owned())
+            .map(|s| s.trim_matches(py_space).to_owned())
             .filter(|s| !s.is_empty())
             .collect(),
         Some(other) => {
             let Some(s) = scalar_string(other) else {
                 return Vec::new();
             };
-            let s = s.trim();
+            let s = s.trim_matches(py_space);
             let s = s
                 .strip_prefix('[')
                 .and_then(|s| s.strip_suffix(']'))
                 .unwrap_or(s);
             s.split(',')
-                .map(|t| trim_quotes(t.trim()).to_owned())
+                .map(|t| trim_quotes(t.trim_matches(py_space)).to_owned())
                 .filter(|t| !t.is_empty())
                 .collect()
         }
@@ -693,6 +714,31 @@ mod tests {
             split_frontmatter("---\r\na: 1\r\n---\r\nbody"),
             (Some("\r\na: 1\r"), "body")
         );
+        // `\s` is Python's: U+001C–U+001F are white space to it.
+        assert_eq!(
+            split_frontmatter("---\na: 1\n---\u{1c}\nbody"),
+            (Some("\na: 1"), "body")
+        );
+    }
+
+    #[test]
+    fn line_endings_are_read_as_hermes_reads_them() {
+        // Bare CR and CRLF endings are newlines to Hermes' read_text(): the conditions in
+        // the frontmatter apply, as they do in Hermes.
+        let fm = "---\nname: cr\ndescription: d\nmetadata:\n  hermes:\n    requires_toolsets: [browser]\n---\nbody\n";
+        for text in [
+            fm.replace('\n', "\r"),
+            fm.replace('\n', "\r\n"),
+            fm.replace("\n---\nbody", "\r---\nbody"),
+        ] {
+            let s = parse(text.as_bytes(), &loc(&["web", "cr", "SKILL.md"]));
+            assert_eq!(
+                (s.name.as_str(), s.description.as_str()),
+                ("cr", "d"),
+                "{text:?}"
+            );
+            assert_eq!(s.conditions.requires_toolsets, ["browser"], "{text:?}");
+        }
     }
 
     #[test]

@@ -171,3 +171,51 @@ fn a_batch_outlives_a_truncated_index_once_it_is_rebuilt() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// Requests that would size a buffer from the request (a `k` of 2^32) or hold a huge line
+/// whole get an answer of their own, and the batch goes on (third hostile review).
+#[test]
+fn a_huge_k_or_a_huge_line_is_answered_and_the_batch_goes_on() {
+    let h = Home::new();
+    for i in 0..300 {
+        h.skill(
+            &format!("c/s{i}"),
+            &format!("s{i}"),
+            &format!("skill topic{i} thing"),
+        );
+    }
+    assert!(bin()
+        .args(["sync", "--home"])
+        .arg(h.path())
+        .status()
+        .unwrap()
+        .success());
+    let mut child = bin()
+        .args(["search", "--batch", "--home"])
+        .arg(h.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"query":"skill topic5 thing","k":4294967296}}"#).unwrap();
+    let huge = format!(r#"{{"query":"{}"}}"#, "x".repeat(3 << 20));
+    writeln!(stdin, "{huge}").unwrap();
+    writeln!(stdin, r#"{{"query":"topic7"}}"#).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let answers: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0]["hits"][0]["id"], "s5");
+    assert!(answers[0]["hits"].as_array().unwrap().len() <= 300);
+    assert!(answers[1]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("line 2: longer than"));
+    assert_eq!(answers[2]["hits"][0]["id"], "s7");
+}

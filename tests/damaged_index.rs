@@ -403,3 +403,62 @@ fn a_long_running_index_rebuilds_a_file_its_syncs_find_damaged() {
 
 /// Longer than the retry delay after a failed background sync.
 const FAILURE_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The third hostile review's case: a file cut to nothing in place (the same inode, as
+/// `: > file` does) under a long-running index that has read it. Its handle then fails for
+/// good; the rebuild moves the empty file aside instead of filling the same inode, so the
+/// index follows the new file, by itself and after `sync --rebuild`.
+#[test]
+fn a_long_running_index_recovers_from_a_file_cut_to_nothing_in_place() {
+    use skillidx::refresh::{LiveIndex, LiveOptions};
+    use std::time::Duration;
+    let h = Home::new();
+    for i in 0..2000 {
+        h.skill(
+            &format!("c/s{i}"),
+            &format!("s{i}"),
+            &format!("skill about topic{i} and word{}", i % 97),
+        );
+    }
+    assert!(cli(&h, &["sync"]).status.success());
+    let opts = LiveOptions {
+        ttl: Duration::ZERO,
+        ..LiveOptions::default()
+    };
+    let live = LiveIndex::locate(Some(h.path()), None, None, opts).unwrap();
+    let query = skillidx::search::SearchOptions::default();
+    assert_eq!(live.search("topic7", &query).unwrap()[0].id, "s7");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(h.db())
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    // Queries that read pages the handle has not cached find the damage, and from then on
+    // the handle fails every read.
+    assert!(
+        (0..2000).any(|i| live
+            .search(&format!("topic{i} word{}", i % 13), &query)
+            .is_err()),
+        "the cut was never noticed"
+    );
+    // Every command names the remedy.
+    let out = cli(&h, &["search", "topic7"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--rebuild"),
+        "{out:?}"
+    );
+    for _ in 0..6 {
+        let _ = live.search("topic7", &query);
+        live.refresh();
+        assert!(live.wait(Some(Duration::from_secs(60))));
+        std::thread::sleep(FAILURE_PAUSE);
+        if live
+            .search("topic1234 word7", &query)
+            .is_ok_and(|h| h.first().is_some_and(|h| h.id == "s1234"))
+        {
+            return;
+        }
+    }
+    panic!("never healed: {:?}", live.status());
+}

@@ -206,7 +206,8 @@ fn kinds() -> Vec<Kind> {
         Kind {
             name: "cr-only",
             make: |_, d| write(d, "---\rname: zoo-cr\rdescription: quux\r---\rbody\r"),
-            expect: Expect::Fallback(&["no YAML frontmatter"]),
+            // Hermes' read_text() reads a bare CR as a newline: frontmatter, as here.
+            expect: Expect::Indexed,
         },
         Kind {
             name: "nul-bytes",

@@ -70,4 +70,21 @@ fn root_installing_into_a_users_home_writes_as_that_user() {
         std::fs::metadata(home.join("config.yaml")).unwrap().uid(),
         NOBODY
     );
+    // The user makes `work` the active profile and links it to a root-only folder that
+    // holds a root-owned config.yaml.
+    let rootprof = t.path().join("root-only-profile");
+    std::fs::create_dir(&rootprof).unwrap();
+    std::fs::write(rootprof.join("config.yaml"), "model: root\n").unwrap();
+    std::fs::set_permissions(&rootprof, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::create_dir(home.join("profiles")).unwrap();
+    std::os::unix::fs::chown(home.join("profiles"), Some(NOBODY), Some(NOBODY)).unwrap();
+    std::os::unix::fs::symlink(&rootprof, home.join("profiles/work")).unwrap();
+    std::os::unix::fs::lchown(home.join("profiles/work"), Some(NOBODY), Some(NOBODY)).unwrap();
+    std::fs::write(home.join("active_profile"), "work\n").unwrap();
+    assert!(!install(&home).status.success());
+    assert_eq!(
+        std::fs::read_to_string(rootprof.join("config.yaml")).unwrap(),
+        "model: root\n"
+    );
+    assert_eq!(std::fs::read_dir(&rootprof).unwrap().count(), 1);
 }

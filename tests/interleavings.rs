@@ -10,7 +10,7 @@
 
 mod common;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -519,41 +519,16 @@ fn a_skill_file_switched_to_a_link_after_the_walk_is_not_read() {
     );
 }
 
-/// The interleaving the second hostile review raced: the walk sees a SKILL.md link inside the
-/// root; before the read it is switched to a secret, which the read opens; before the check
-/// it is switched back. The check resolves the link once and finds that file is not the one
-/// opened, so it opens again: the secret is never read, the skill is indexed from the file
-/// inside the root.
-#[test]
-fn a_link_switched_around_the_open_never_lets_a_secret_through() {
-    let h = home_with_skills();
-    let secret = h.path().parent().unwrap().join(format!(
-        "{}-secret2.txt",
-        h.path().file_name().unwrap().to_string_lossy()
-    ));
-    std::fs::write(
-        &secret,
-        "---\nname: flip\ndescription: OPENAI zanzibar leak\n---\n",
-    )
-    .unwrap();
-    let dir = h.path().join("skills/devops/flip");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("real.md"),
-        "---\nname: flip\ndescription: the quokka inside the root\n---\n",
-    )
-    .unwrap();
-    let link = dir.join("SKILL.md");
-    let point = |to: &Path| {
-        let tmp = dir.join("tmp.lnk");
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(to, &tmp).unwrap();
-        std::fs::rename(&tmp, &link).unwrap();
-    };
-    point(Path::new("real.md"));
+/// Runs a sync of `home` paused after its walk and after it opens a SKILL.md: `scanned`
+/// runs in the first pause, `opened` in the second. Returns the sync's report.
+fn sync_around_the_open(
+    home: &Path,
+    scanned: impl FnOnce(),
+    opened: impl FnOnce(),
+) -> serde_json::Value {
     let gate = tempfile::tempdir().unwrap();
     let g = gate.path().display();
-    let child = sync(h.path())
+    let child = sync(home)
         .env(
             "SKILLIDX_FAILPOINTS",
             format!("sync-after-scan=pause({g});sync-read-opened=pause({g})"),
@@ -571,14 +546,98 @@ fn a_link_switched_around_the_open_never_lets_a_secret_through() {
         }
     };
     wait_for("sync-after-scan");
-    point(&secret);
+    scanned();
     std::fs::write(gate.path().join("sync-after-scan.go"), "").unwrap();
     wait_for("sync-read-opened");
-    point(Path::new("real.md"));
+    opened();
     std::fs::write(gate.path().join("sync-read-opened.go"), "").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let _ = std::fs::remove_file(&secret);
-    ok(out);
+    ok(child.wait_with_output().unwrap())
+}
+
+/// A secret beside the home (outside every skill root), holding `words`.
+fn secret_beside(home: &Path, tag: &str, words: &str) -> PathBuf {
+    let secret = home.parent().unwrap().join(format!(
+        "{}-{tag}",
+        home.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(
+        secret.join("f"),
+        format!("---\nname: flip\ndescription: {words}\n---\n"),
+    )
+    .unwrap();
+    secret
+}
+
+/// Switches the symlink `link` to lead to `to`, atomically.
+fn point(link: &Path, to: &Path) {
+    let tmp = link.with_extension("lnk-tmp");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(to, &tmp).unwrap();
+    std::fs::rename(&tmp, link).unwrap();
+}
+
+/// The interleaving the second hostile review raced: the walk sees a SKILL.md link inside the
+/// root; before the read it is switched to a secret, which the read opens; before the check
+/// it is switched back. The file opened is asked where it is: outside the root, so it is not
+/// read, whatever the link says by then.
+#[test]
+fn a_link_switched_around_the_open_never_lets_a_secret_through() {
+    // The only skill, so that the pause after an open is at its open.
+    let h = Home::new();
+    let secret = secret_beside(h.path(), "secret2", "OPENAI zanzibar leak");
+    let dir = h.path().join("skills/devops/flip");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("real.md"),
+        "---\nname: flip\ndescription: the quokka inside the root\n---\n",
+    )
+    .unwrap();
+    let link = dir.join("SKILL.md");
+    point(&link, Path::new("real.md"));
+    let report = sync_around_the_open(
+        h.path(),
+        || point(&link, &secret.join("f")),
+        || point(&link, Path::new("real.md")),
+    );
+    let _ = std::fs::remove_dir_all(&secret);
     assert!(search(h.path(), "zanzibar openai leak").is_empty());
+    let skipped = report["skipped"].to_string();
+    assert!(skipped.contains("outside the skill root"), "{skipped}");
+    // The next sync reads the link as it is now.
+    ok(sync(h.path()).output().unwrap());
     assert_eq!(search(h.path(), "quokka inside")[0].0, "flip");
+}
+
+/// The third hostile review's race: the link itself never changes (`../../box/d/f`, inside
+/// the root), but a folder on its way is switched to a link to a secret folder for the open
+/// and back before the check. A check that looks the path up again is answered by the
+/// folder as it is then; the file opened is outside, and it is not read.
+#[test]
+fn a_folder_switched_on_the_way_never_lets_a_secret_through() {
+    // The only skill, so that the pause after an open is at its open.
+    let h = Home::new();
+    let secret = secret_beside(h.path(), "secret3", "OPENAI marmoset leak");
+    let skills = h.path().join("skills");
+    let inside = skills.join("box/d-real");
+    std::fs::create_dir_all(&inside).unwrap();
+    std::fs::write(
+        inside.join("f"),
+        "---\nname: flip\ndescription: the wombat inside the root\n---\n",
+    )
+    .unwrap();
+    let d = skills.join("box/d");
+    point(&d, Path::new("d-real"));
+    let dir = skills.join("devops/flip");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink("../../box/d/f", dir.join("SKILL.md")).unwrap();
+    let report = sync_around_the_open(
+        h.path(),
+        || point(&d, &secret),
+        || point(&d, Path::new("d-real")),
+    );
+    let _ = std::fs::remove_dir_all(&secret);
+    assert!(search(h.path(), "marmoset openai leak").is_empty());
+    let skipped = report["skipped"].to_string();
+    assert!(skipped.contains("outside the skill root"), "{skipped}");
 }

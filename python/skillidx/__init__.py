@@ -53,8 +53,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv if argv is None else argv)
     if not args:
         args = ["skillidx"]
-    sys.stdout.flush()
-    sys.stderr.flush()
+    # Python's buffered output first; a stream that is closed (``skillidx sync >&-``: it is
+    # then None) or gone has nothing to give, and the command runs as the binary would.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
     return _native_main(args)
 
 

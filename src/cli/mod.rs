@@ -66,6 +66,7 @@ enum Command {
 
 /// Runs the command line with `args` (program name first) and returns the exit code.
 pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
+    output::keep_standard_fds_open();
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

@@ -10,6 +10,28 @@ use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Opens `/dev/null` on each of the standard descriptors 0, 1 and 2 that is closed
+/// (`skillidx sync >&-`). Otherwise the next file opened takes that number, the index file
+/// say, and what the command prints is written into it. A Rust program's runtime does this
+/// before `main`; the Python module runs the command inside the interpreter, which does not.
+#[cfg(unix)]
+pub fn keep_standard_fds_open() {
+    for fd in 0..=2 {
+        // SAFETY: fcntl on a descriptor number only asks whether it is open.
+        let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EBADF);
+        if closed {
+            // The lowest free descriptor is `fd` itself, since those below it are open.
+            // SAFETY: open with a constant NUL-terminated path.
+            unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        }
+    }
+}
+
+/// Without Unix descriptors there is nothing to keep open.
+#[cfg(not(unix))]
+pub fn keep_standard_fds_open() {}
+
 /// Set once standard output's reader has gone away: nothing more is written.
 static CLOSED: AtomicBool = AtomicBool::new(false);
 

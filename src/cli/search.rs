@@ -115,15 +115,14 @@ fn batch(mut b: Batch<'_>) -> Result<ExitCode> {
     let mut n = 0;
     loop {
         line.clear();
-        if stdin
-            .read_until(b'\n', &mut line)
-            .context("reading stdin")?
-            == 0
-        {
+        let Some(whole) = read_line(&mut stdin, &mut line).context("reading stdin")? else {
             break;
-        }
+        };
         n += 1;
         let answer = match std::str::from_utf8(&line) {
+            _ if !whole => serde_json::json!({
+                "error": format!("line {n}: longer than {MAX_LINE_BYTES} bytes, not read")
+            }),
             // One answer per line, a blank one included: a client that waits for each
             // answer must not wait forever.
             Ok(text) if text.trim().is_empty() => {
@@ -141,6 +140,43 @@ fn batch(mut b: Batch<'_>) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The longest request line a batch reads: a request is a query and a few options, and a
+/// line of many megabytes would be held, parsed and analysed whole.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Reads one line of `input` into `line` (at most [`MAX_LINE_BYTES`] of it; the rest of a
+/// longer line is skipped without being kept). `None` at the end of the input, else whether
+/// the line was read whole.
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    let mut seen = false;
+    let mut whole = true;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(seen.then_some(whole));
+        }
+        seen = true;
+        let (part, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(line.len());
+        if part.len() > room {
+            whole = false;
+        }
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        let used = part.len();
+        input.consume(used);
+        if done {
+            return Ok(Some(whole));
+        }
+    }
 }
 
 impl Batch<'_> {

@@ -103,7 +103,7 @@ fn read_config(config: &Path) -> Result<Option<String>, HermesError> {
 /// config.yaml keeps its mode and owner, and what it held before is recorded for
 /// [`uninstall`].
 pub fn install(profile: &Profile) -> Result<InstallReport, HermesError> {
-    let _user = AsOwner::of(&profile.home)?;
+    let _user = AsOwner::of(&profile.root)?;
     let dir = profile.home.join("plugins").join(PLUGIN_NAME);
     // Checked before anything is made: a linked `plugins/` must not get a folder either.
     if let Some(plugins) = dir.parent().filter(|p| p.exists()) {
@@ -173,10 +173,14 @@ struct AsOwner {
 }
 
 impl AsOwner {
+    /// Acts as the owner of the root home `root`: the folder itself, or the link itself when
+    /// it is one (never what a link leads to, which a user can point at a folder of root's:
+    /// a profile linked to `/root/…` is then written with the user's rights, and refused).
     #[cfg(unix)]
-    fn of(home: &Path) -> Result<AsOwner, HermesError> {
+    fn of(root: &Path) -> Result<AsOwner, HermesError> {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(home).map_err(io(home))?;
+        let home = root;
+        let meta = std::fs::symlink_metadata(root).map_err(io(root))?;
         // SAFETY: geteuid has no preconditions.
         let euid = unsafe { libc::geteuid() };
         if euid != 0 || meta.uid() == 0 {
@@ -283,7 +287,7 @@ fn same_owner(_: &Path, _: &Path) -> Result<(), HermesError> {
 /// install (removed, if install created it); otherwise only the `plugins.enabled` entry is
 /// removed from the text.
 pub fn uninstall(profile: &Profile) -> Result<InstallReport, HermesError> {
-    let _user = AsOwner::of(&profile.home)?;
+    let _user = AsOwner::of(&profile.root)?;
     let config = profile.home.join("config.yaml");
     let dir = profile.home.join("plugins").join(PLUGIN_NAME);
     let record: Option<InstallRecord> = std::fs::read(dir.join(INSTALL_RECORD))

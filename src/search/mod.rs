@@ -582,14 +582,17 @@ impl<'s> Snapshot<'s> {
 
     /// The top `opts.k` skills for `query`, best first; ties ordered by id, then path.
     pub fn search(&self, query: &str, opts: &SearchOptions) -> Result<Vec<Hit>, StoreError> {
+        // No answer holds more skills than the profile has: a k of 2^32 from a request
+        // must not size a buffer.
+        let k = opts.k.min(self.stats.docs as usize);
         // Only the top k matter here, unless the semantic stage re-ranks every lexical
         // candidate.
         #[cfg(feature = "semantic")]
-        let top = opts.semantic.is_none().then_some(opts.k);
+        let top = opts.semantic.is_none().then_some(k);
         #[cfg(not(feature = "semantic"))]
-        let top = Some(opts.k);
+        let top = Some(k);
         let scores = self.score_all(query, opts, top)?;
-        rank::top_k(self, scores, opts.k)
+        rank::top_k(self, scores, k)
     }
 
     /// Explains the score of the skill `id` (or name) for `query`; of several skills so

@@ -53,6 +53,10 @@ pub enum StoreError {
     /// There is no index file yet.
     #[error("no index at {0}: run `skillidx sync` first")]
     Missing(PathBuf),
+    /// The index file is empty: cut to nothing (a failed copy, `: > file`), or being
+    /// created by a sync at this moment. A sync writes it (a damaged one is replaced).
+    #[error("the index file {0} is empty (cut to nothing, or being created by a sync right now): run `skillidx sync --rebuild`")]
+    Empty(PathBuf),
     /// The file is not a redb database at all.
     #[error("{0} is not a skillidx index (not a redb database); move it away or run `skillidx sync --rebuild` to replace it")]
     Foreign(PathBuf),
@@ -913,7 +917,7 @@ fn check_file(path: &Path, may_create: bool) -> Result<bool> {
     }
     match got {
         0 if may_create => Ok(true),
-        0 => Err(StoreError::Missing(path.to_owned())),
+        0 => Err(StoreError::Empty(path.to_owned())),
         n if n < head.len() || head != REDB_MAGIC => Err(StoreError::Foreign(path.to_owned())),
         _ => Ok(false),
     }

@@ -291,3 +291,14 @@ def test_a_home_that_does_not_exist_is_an_error_naming_it_and_nothing_is_created
     with pytest.raises(skillidx.ProfileError, match="not a Hermes home"):
         skillidx.Index(home=str(empty))
     assert list(empty.iterdir()) == []
+
+
+def test_the_console_script_runs_with_its_output_closed(home: Path) -> None:
+    # `skillidx sync >&-` in a cron job: Python's sys.stdout is then None; the command still
+    # syncs and exits 0, as the binary does.
+    script = Path(sys.executable).parent / "skillidx"
+    run = subprocess.run(["bash", "-c", f'"{script}" sync --home "{home}" >&-'],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    assert skillidx.Index(home=str(home)).search("docker")

@@ -206,6 +206,17 @@ def test_a_failure_leaves_the_request_as_it_came(plugin: Any, home: Path) -> Non
     assert plugin._on_llm_request(request=req, session_id="x") is None
     assert req == before
 
+    # A container that refuses the write after earlier ones were made: those are put back.
+    class Frozen(dict):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            raise TypeError("frozen")
+
+    req = request(system, "docker images\n\n" + block, "again\n\n" + block)
+    req["messages"][-1] = Frozen(req["messages"][-1])
+    before = repr(req)
+    assert plugin._on_llm_request(request=req, session_id="x") is None
+    assert repr(req) == before
+
 
 def test_platform_disabled_follows_hermes_platform_not_the_hook_argument(
     home: Path, monkeypatch: pytest.MonkeyPatch

@@ -338,9 +338,18 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
             for msg in turns if isinstance(turns, list) else ():
                 if isinstance(msg, dict) and msg.get("role") == "user":
                     edits.append((msg, "content", _mapped(msg.get("content"), keep_listed)))
-        # Every new text is computed: only now is the request changed.
-        for container, key, value in edits:
-            container[key] = value
+        # Every new text is computed: only now is the request changed, all or nothing (an
+        # assignment that fails puts back those made before it).
+        done: List[Tuple[Any, Any, Any]] = []
+        try:
+            for container, key, value in edits:
+                old = container[key]
+                container[key] = value
+                done.append((container, key, old))
+        except Exception:
+            for container, key, old in reversed(done):
+                container[key] = old
+            raise
         # Edited in place and returned: other plugins' middlewares see and keep the edit.
         return {"request": request, "source": "skill-retrieval", "reason": "offered skills only"}
     except Exception as exc:
