@@ -52,6 +52,15 @@ pub fn run(args: ExplainArgs) -> Result<ExitCode> {
         None => outln!("not a hit (score 0)")?,
     }
     outln!("{:?} ranking over {} offered skills", ex.ranking, ex.docs)?;
+    outln!(
+        "the turn {} ({})",
+        if ex.intent.needs_skill {
+            "asks for something a skill could do"
+        } else {
+            "asks for nothing a skill does: with the floor, no skill is injected"
+        },
+        ex.intent.why
+    )?;
     if !ex.dropped.is_empty() {
         outln!("query words not scored: {}", ex.dropped.join(", "))?;
     }

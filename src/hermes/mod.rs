@@ -38,61 +38,11 @@ pub const DEFAULT_MIN_SCORE_RATIO: f64 = 0.25;
 // ------------------------------------------------------------------------------------------
 // Per-turn logic.
 
-/// Whether `message` is chit-chat not worth a search (`thanks`, `ok`, an emoji…): empty or
-/// blank, a Chinese, Japanese or Korean message made only of pleasantries and filler
-/// ([`crate::search::is_cjk_chit_chat`]), or at most three words that together are a known
-/// acknowledgement (the seed plugin's list).
+/// Whether `message` is chit-chat not worth a search: blank, or a message that asks for
+/// nothing a skill could do ([`crate::search::verdict`]: thanks, greetings, small talk,
+/// general knowledge, in English, Chinese, Japanese and Korean).
 pub fn is_chit_chat(message: &str) -> bool {
-    if message.trim().is_empty() || crate::search::is_cjk_chit_chat(message) {
-        return true;
-    }
-    if message.split_whitespace().count() > 3 {
-        return false;
-    }
-    let stripped = message.trim_matches(|c: char| " \t\n.,!?;:~-".contains(c));
-    let lower = stripped.to_lowercase();
-    let words: Vec<&str> = lower.split_whitespace().collect();
-    let phrase = words.join(" ");
-    const PHRASES: [&str; 22] = [
-        "thanks",
-        "thank you",
-        "thx",
-        "ty",
-        "ok",
-        "okay",
-        "k",
-        "yes",
-        "yeah",
-        "yep",
-        "no",
-        "nope",
-        "nah",
-        "sure",
-        "got it",
-        "great",
-        "good",
-        "nice",
-        "cool",
-        "perfect",
-        "done",
-        "wow",
-    ];
-    if PHRASES.contains(&phrase.as_str()) || phrase == "lol" {
-        return true;
-    }
-    // hm, hmm, hmmm…
-    if phrase.len() >= 2 && phrase.starts_with('h') && phrase[1..].chars().all(|c| c == 'm') {
-        return true;
-    }
-    // Only emoji / symbols and spaces.
-    !phrase.is_empty()
-        && phrase.chars().all(|c| {
-            c.is_whitespace()
-                || ('\u{1F300}'..='\u{1FAFF}').contains(&c)
-                || ('\u{2600}'..='\u{27BF}').contains(&c)
-                || c == '\u{2764}'
-                || c == '\u{FE0F}'
-        })
+    message.trim().is_empty() || !crate::search::verdict(message).needs_skill
 }
 
 /// Cuts `desc` (whitespace collapsed) to at most [`DESCRIPTION_CHARS`] characters at a word
@@ -479,14 +429,10 @@ mod tests {
         ] {
             assert!(!is_chit_chat(m), "{m:?}");
         }
-        for m in [
-            "docker",
-            "ok clean docker images",
-            "thanks, now deploy it",
-            "hello",
-        ] {
+        for m in ["docker", "ok clean docker images", "thanks, now deploy it"] {
             assert!(!is_chit_chat(m), "{m:?}");
         }
+        assert!(is_chit_chat("hello"));
     }
 
     #[test]

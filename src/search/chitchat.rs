@@ -11,7 +11,8 @@
 //! * **`cjk-coverage`**: a rule of the ranking step (`rank`): a hit that matches no
 //!   Latin-script query term must match several separate CJK units of the query.
 //!
-//! [`is_cjk_chit_chat`] is the small-talk gate for the same phrases (`query` reads it).
+//! [`is_cjk_chit_chat`] is the small-talk test for the same phrases (the semantic stage
+//! reads it); `intent` reads every message, in all four languages, for what it asks.
 
 /// What counts as a pleasantry: a set phrase whose only job is social, in one of these
 /// classes, and nothing that names a task, a topic or an object.
@@ -25,9 +26,9 @@
 /// * farewells, good night and "good work today" (`晚安`, `明天见`, `お疲れ様でした`,
 ///   `また明日`, `수고하셨습니다`, `잘 자요`);
 /// * encouragement and exclamations of delight (`加油`, `太棒了`, `すごい`);
-/// * laughter (`哈哈`, `ㅋㅋ`);
-/// * and, last, a few function words that English drops as stop words (`什么`, `怎么`,
-///   `你的`, `这个`, `帮助`, `어떻게`).
+/// * laughter (`哈哈`, `ㅋㅋ`).
+///
+/// [`CHAT_WORDS`] are cut with them.
 ///
 /// Entries are matched as substrings of the NFKC, lowercased query, so each is at least two
 /// characters long and not the start or end of a common technical word: `네` (yes) is left
@@ -145,9 +146,12 @@ pub const PLEASANTRIES: &[&str] = &[
     "좋은 꿈",
     "ㅋㅋ",
     "ㅎㅎ",
-    // Not pleasantries but the CJK counterparts of English stop words that chat is made
-    // of: "what", "how", "your", "my", "this", "that", "help", "a bit" (English drops
-    // these as stop words). Cut as whole words, like the pleasantries.
+];
+
+/// Not pleasantries but the CJK counterparts of English stop words that chat is made of:
+/// "what", "how", "your", "my", "this", "that", "help", "a bit" (English drops these as
+/// stop words). Cut before analysis as whole words, like the pleasantries.
+pub const CHAT_WORDS: &[&str] = &[
     "什么",
     "怎么样",
     "怎么",
@@ -187,6 +191,7 @@ fn normalized_pleasantries() -> &'static [String] {
     NORMALIZED.get_or_init(|| {
         PLEASANTRIES
             .iter()
+            .chain(CHAT_WORDS)
             .map(|p| crate::tokenize::normalize(p))
             .collect()
     })
@@ -268,7 +273,7 @@ fn only_fillers_left(stripped: &str) -> bool {
 }
 
 /// Whether `word` is a run of [`FILLERS`] (greedy, longest filler first).
-fn only_fillers(word: &str) -> bool {
+pub(super) fn only_fillers(word: &str) -> bool {
     let mut rest = word;
     'outer: while !rest.is_empty() {
         let mut best = 0;

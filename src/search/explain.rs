@@ -66,6 +66,9 @@ pub struct Explanation {
     pub dropped: Vec<String>,
     /// Per query term scored.
     pub terms: Vec<TermContribution>,
+    /// Why the turn asks for a skill or not (`intent`); when it does not and the floor
+    /// applies, nothing is a hit.
+    pub intent: super::Verdict,
     /// How the semantic stage made its score, when it ran and the skill is a candidate
     /// (the terms then explain its lexical score).
     #[cfg(feature = "semantic")]
@@ -142,6 +145,7 @@ pub(super) fn explain(
         }),
         dropped: plan.dropped,
         terms,
+        intent: query.intent,
         #[cfg(feature = "semantic")]
         semantic: details.remove(doc),
     }))

@@ -16,7 +16,8 @@
 //! A query passes through one module per step, each reading only what came before it:
 //!
 //! 1. `query`: the text analysed once (its terms in order, the seed ranking's terms, the
-//!    small-talk verdict; `chitchat` holds the pleasantry lexicon it cuts with).
+//!    CJK pleasantry cut of `chitchat`, and `intent`'s verdict on whether the turn asks for
+//!    anything a skill could do: where the floor applies, a turn that does not gets no hit).
 //! 2. [`Snapshot`] (here): the profile's statistics, less the skills hidden in the session.
 //! 3. `plan`: the query's terms → the terms to score, each with its postings list, IDF and
 //!    weight (`stopwords` dropped, typo matching, the long-turn cut).
@@ -36,6 +37,8 @@
 mod chitchat;
 mod counts;
 mod explain;
+mod intent;
+mod intent_words;
 mod maxscore;
 mod plan;
 mod proximity;
@@ -49,6 +52,7 @@ mod stopwords;
 pub use chitchat::{is_cjk_chit_chat, strip_pleasantries, PLEASANTRIES};
 
 pub use explain::{Explanation, FieldContribution, TermContribution};
+pub use intent::{verdict, Verdict};
 pub use plan::{edit_distance, MAX_QUERY_TERMS, TYPO_MAX_QUERY_TERMS, TYPO_WEIGHT};
 pub use plan::{idf, CJK_FIELD_WEIGHTS, FIELD_WEIGHTS};
 pub use query::query_terms;
@@ -153,6 +157,9 @@ pub struct Ingredients {
     /// Reward query term pairs found in the same order, close together, in a hit's name or
     /// description.
     pub proximity: bool,
+    /// Inject nothing for a message that asks for nothing (small talk, general knowledge;
+    /// see `intent`), where the floor applies.
+    pub needs_skill: bool,
     /// Re-rank with the semantic model, when the search has one
     /// ([`SearchOptions::semantic`]).
     #[cfg(feature = "semantic")]
@@ -240,6 +247,7 @@ impl Default for Ingredients {
             cjk_pleasantries: true,
             cjk_coverage: true,
             proximity: true,
+            needs_skill: true,
             #[cfg(feature = "semantic")]
             semantic: true,
             weights: Weights::default(),
@@ -260,6 +268,7 @@ impl Ingredients {
             "cjk-pleasantries" => self.cjk_pleasantries = false,
             "cjk-coverage" => self.cjk_coverage = false,
             "proximity" => self.proximity = false,
+            "needs-skill" => self.needs_skill = false,
             #[cfg(feature = "semantic")]
             "semantic" => self.semantic = false,
             other => {
@@ -273,7 +282,7 @@ impl Ingredients {
     }
 
     /// The ingredients' names.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "stop-words",
         "typos",
         "floor",
@@ -283,6 +292,7 @@ impl Ingredients {
         "cjk-pleasantries",
         "cjk-coverage",
         "proximity",
+        "needs-skill",
     ];
 
     /// Whether the ingredient a tunable weight belongs to (same name) is on.
@@ -743,7 +753,7 @@ impl<'s> Snapshot<'s> {
         top: Option<usize>,
     ) -> Result<Lexical, StoreError> {
         let view = self.view(opts)?;
-        if view.n == 0 {
+        if view.n == 0 || rank::asks_nothing(query, opts) {
             return Ok(Lexical {
                 scores: Vec::new(),
                 unfloored: None,

@@ -5,7 +5,7 @@
 //! coverage rule the positions of its CJK terms. The seed ranking takes the plain
 //! tokenizer's distinct terms. The small-talk verdict comes from the same cut.
 
-use super::chitchat;
+use super::{chitchat, intent};
 use super::{Ranking, SearchOptions};
 use crate::tokenize::{analyze, tokenize};
 use std::collections::HashSet;
@@ -24,6 +24,8 @@ pub(super) struct Query<'q> {
     /// pleasantries and fillers only ([`chitchat::is_cjk_chit_chat`]).
     #[cfg_attr(not(feature = "semantic"), allow(dead_code))]
     pub(super) small_talk: bool,
+    /// Whether it asks for something a skill could do ([`intent::verdict`]).
+    pub(super) intent: intent::Verdict,
 }
 
 impl<'q> Query<'q> {
@@ -46,6 +48,13 @@ impl<'q> Query<'q> {
                 Ranking::Default => Vec::new(),
             },
             small_talk,
+            intent: match opts.ranking {
+                Ranking::Default => intent::verdict(text),
+                Ranking::Seed => intent::Verdict {
+                    needs_skill: true,
+                    why: "seed ranking",
+                },
+            },
         }
     }
 

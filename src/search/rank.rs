@@ -60,6 +60,16 @@ pub(super) fn floor(plan: &Plan, n: u32, opts: &SearchOptions) -> f64 {
     fade * (1.0 + f64::from(n)).ln() * (FLOOR_LATIN * (1.0 - cjk) + cjk_floor * cjk)
 }
 
+/// Whether the turn asks for nothing a skill could do (`intent`): where the default
+/// ranking's floor applies, such a turn injects nothing, lexically or semantically.
+pub(super) fn asks_nothing(query: &Query<'_>, opts: &SearchOptions) -> bool {
+    opts.ranking == Ranking::Default
+        && opts.floor
+        && opts.ingredients.floor
+        && opts.ingredients.needs_skill
+        && !query.intent.needs_skill
+}
+
 /// Whether [`cover`] may drop hits of `plan`: the default ranking with its floor and the
 /// coverage rule on, and CJK terms in the query.
 pub(super) fn covers(plan: &Plan, opts: &SearchOptions) -> bool {
