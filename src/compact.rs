@@ -94,16 +94,7 @@ pub fn listed_skills(text: &str) -> Vec<(String, String)> {
                 if let Some(c) = current.take() {
                     c.emit(&mut out);
                 }
-                let body = &line[2..];
-                let (head, tail) = match body.find(": ") {
-                    Some(i) => (&body[..i], Some(&body[i + 2..])),
-                    None => (body.strip_suffix(':').unwrap_or(body), None),
-                };
-                current = Some(Listed {
-                    category: head.trim_end_matches(" [names only]"),
-                    tail,
-                    skills: Vec::new(),
-                });
+                current = Some(Listed::header(&line[2..]));
             }
         }
         if let Some(c) = current.take() {
@@ -116,27 +107,98 @@ pub fn listed_skills(text: &str) -> Vec<(String, String)> {
 
 /// One category of a block being read by [`listed_skills`].
 struct Listed<'a> {
-    category: &'a str,
+    category: String,
     /// The header's text after `": "`: a description when skill lines follow, the names
     /// when none do (a names-only line).
     tail: Option<&'a str>,
     skills: Vec<&'a str>,
 }
 
-impl Listed<'_> {
-    fn emit(self, out: &mut Vec<(String, String)>) {
-        let names: Vec<&str> = if self.skills.is_empty() {
-            self.tail
-                .map(|t| t.split(", ").collect())
-                .unwrap_or_default()
-        } else {
-            self.skills
+impl<'a> Listed<'a> {
+    /// A category header (the line after its two spaces): Hermes' `name: description`,
+    /// `name [names only]: a, b`, or a names-only line whose category may be quoted.
+    fn header(body: &'a str) -> Listed<'a> {
+        let (category, rest) = match quoted_prefix(body) {
+            Some((name, len)) => (name, &body[len..]),
+            None => {
+                let end = body.find(": ").unwrap_or(body.len());
+                (body[..end].to_owned(), &body[end..])
+            }
         };
-        out.extend(
-            names
-                .into_iter()
-                .map(|n| (self.category.to_owned(), n.to_owned())),
-        );
+        let rest = rest.strip_prefix(" [names only]").unwrap_or(rest);
+        let category = match category.strip_suffix(" [names only]") {
+            Some(c) => c.to_owned(),
+            None => category,
+        };
+        let (category, tail) = match rest.strip_prefix(": ") {
+            Some(tail) => (category, Some(tail)),
+            None if rest.is_empty() => match category.strip_suffix(':') {
+                Some(c) => (c.to_owned(), None),
+                None => (category, None),
+            },
+            None => (category, None),
+        };
+        Listed {
+            category,
+            tail,
+            skills: Vec::new(),
+        }
+    }
+
+    fn emit(self, out: &mut Vec<(String, String)>) {
+        let names: Vec<String> = if self.skills.is_empty() {
+            self.tail.map(split_names).unwrap_or_default()
+        } else {
+            self.skills.into_iter().map(str::to_owned).collect()
+        };
+        out.extend(names.into_iter().map(|n| (self.category.clone(), n)));
+    }
+}
+
+/// The names of a names-only line's tail (`a, "b, c", d`): split at `", "`, a quoted name
+/// read as the JSON string it is.
+fn split_names(mut tail: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let (name, len) = quoted_prefix(tail).unwrap_or_else(|| {
+            let end = tail.find(", ").unwrap_or(tail.len());
+            (tail[..end].to_owned(), end)
+        });
+        out.push(name);
+        match tail[len..].strip_prefix(", ") {
+            Some(rest) => tail = rest,
+            None => return out,
+        }
+    }
+}
+
+/// The JSON string `text` starts with, and its length in bytes.
+fn quoted_prefix(text: &str) -> Option<(String, usize)> {
+    if !text.starts_with('"') {
+        return None;
+    }
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<String>();
+    let value = values.next()?.ok()?;
+    Some((value, values.byte_offset()))
+}
+
+/// A name or category as a names-only line shows it: as it is, or quoted as a JSON string
+/// when it could be misread there (it holds the line's separator `", "`, or `": "` for a
+/// category, starts with a quote, holds a line break or another control character, or has
+/// space at either end), so that `a, b` is one name and not two, and a name with a line
+/// break neither breaks the line nor vanishes. `org:acme`, `plugin:x` and `a,b` stay bare.
+pub fn shown(name: &str, separator: &str) -> String {
+    let odd = name.contains(separator)
+        || name.contains(", ")
+        || name.starts_with('"')
+        || name
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}'))
+        || name.trim() != name;
+    if odd {
+        serde_json::to_string(name).unwrap_or_default()
+    } else {
+        name.to_owned()
     }
 }
 
@@ -159,7 +221,8 @@ impl Category<'_> {
     fn render(&self, out: &mut Vec<String>) {
         match self.name {
             Some(name) if !self.skills.is_empty() => {
-                out.push(format!("  {name}: {}", self.skills.join(", ")));
+                let names: Vec<String> = self.skills.iter().map(|n| shown(n, ", ")).collect();
+                out.push(format!("  {}: {}", shown(name, ": "), names.join(", ")));
             }
             _ => out.push(self.header.to_owned()),
         }
@@ -324,6 +387,19 @@ mod tests {
             block(&out),
             "<available_skills>\n  misc: bom-skill, broken-yaml, exactly-60, literal-desc, nihongo, nofront, quoted, sixty-one\n</available_skills>"
         );
+    }
+
+    #[test]
+    fn names_holding_the_separators_are_quoted_and_read_back_whole() {
+        let text = "<available_skills>\n  a, b: cat\n    - x, y: two words\n    - \"q\": quoted\n    - plain: p\n  org:acme: org\n    - z: zed\n</available_skills>";
+        let out = compact_available_skills(text);
+        assert!(
+            out.contains("  \"a, b\": \"x, y\", \"\\\"q\\\"\", plain\n"),
+            "{out}"
+        );
+        assert!(out.contains("  org:acme: z\n"), "{out}");
+        assert_eq!(listed_skills(&out), listed_skills(text));
+        assert_eq!(compact_available_skills(&out), out);
     }
 
     #[test]

@@ -13,6 +13,9 @@ pub struct HermesConfig {
     pub platform_disabled: BTreeMap<String, BTreeSet<String>>,
     /// `skills.external_dirs`, as written.
     pub external_dirs: Vec<String>,
+    /// The file is there but is not YAML that can be read here: Hermes (PyYAML) may read
+    /// settings in it that hide skills, so every skill is treated as disabled (fail closed).
+    pub unreadable: bool,
 }
 
 /// What went wrong reading `config.yaml`; the sync goes on with an empty configuration.
@@ -27,7 +30,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not YAML.
-    #[error("{path} is not valid YAML ({source}); its skill settings were ignored")]
+    #[error("{path} is not valid YAML here ({source}); Hermes may read skill settings in it that skillidx cannot, so every skill is treated as disabled until it parses")]
     Yaml {
         /// The file.
         path: PathBuf,
@@ -69,12 +72,13 @@ impl HermesConfig {
             disabled: name_set(skills.get("disabled")),
             platform_disabled,
             external_dirs: name_list(skills.get("external_dirs")),
+            unreadable: false,
         }
     }
 
     /// Whether a skill with this frontmatter name or folder name is disabled everywhere.
     pub fn is_disabled(&self, name: &str, dir_name: &str) -> bool {
-        self.disabled.contains(name) || self.disabled.contains(dir_name)
+        self.unreadable || self.disabled.contains(name) || self.disabled.contains(dir_name)
     }
 
     /// Resolves `skills.external_dirs` as Hermes does: `~` and `${VAR}` expanded, relative

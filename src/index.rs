@@ -136,7 +136,8 @@ impl Index {
     pub fn open_for_rebuild(db: &Path, root: &Path) -> Result<(Index, Option<Aside>), Error> {
         // An empty file is moved aside too rather than filled in place: a reader holding
         // it (cut to nothing under it) follows a new file, not one with its old identity.
-        let empty = std::fs::metadata(db).is_ok_and(|m| m.is_file() && m.len() == 0);
+        // So is anything but a regular file (a FIFO would block every reader).
+        let empty = std::fs::metadata(db).is_ok_and(|m| !m.is_file() || m.len() == 0);
         let verified = if empty {
             Err(StoreError::Empty(db.to_owned()))
         } else {

@@ -426,7 +426,10 @@ pub fn decide(heads: &BTreeMap<u32, DocHead>, config: &ConfigSnapshot, os: &str)
         }
         let why = if !crate::skill::runs_on(&h.platforms, os) {
             Some(NotOffered::OtherOs { os: os.to_owned() })
-        } else if config.disabled.contains(&h.name) || config.disabled.contains(&h.dir_name) {
+        } else if config.all_disabled()
+            || config.disabled.contains(&h.name)
+            || config.disabled.contains(&h.dir_name)
+        {
             Some(NotOffered::Disabled)
         } else {
             match env_rule(&h.environments, h.has_environments) {

@@ -189,6 +189,27 @@ pub fn py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// Whether frontmatter text names an offer-time condition (tools, toolsets, platforms,
+/// environments) anywhere: YAML that cannot be read here is then not guessed at.
+pub fn mentions_conditions(yaml: &str) -> bool {
+    [
+        "requires_tools",
+        "requires_toolsets",
+        "fallback_for_tools",
+        "fallback_for_toolsets",
+        "platforms",
+        "environments",
+    ]
+    .iter()
+    .any(|k| yaml.contains(k))
+}
+
+/// Whether `text` opens a frontmatter it does not close.
+pub fn frontmatter_unclosed(text: &str) -> bool {
+    let text = universal_newlines(text);
+    split_frontmatter(&text).0.is_none() && text.trim_start_matches('\u{feff}').starts_with("---")
+}
+
 /// Parses SKILL.md text found at `location`.
 pub fn parse_text(content: &str, location: &Location) -> Skill {
     let content = universal_newlines(content);
@@ -220,7 +241,10 @@ pub fn parse_text(content: &str, location: &Location) -> Skill {
                 }
                 Err(e) => {
                     notes.push(format!("frontmatter is not valid YAML ({e}); read with Hermes' `key: value` fallback"));
-                    beyond_limits = crate::yaml::beyond_limits(&e);
+                    // PyYAML may read what serde_yaml refuses (a very large integer, a
+                    // limit): then Hermes sees conditions the fallback cannot.
+                    beyond_limits = crate::yaml::beyond_limits(&e)
+                        || (!crate::yaml::refused_by_pyyaml_too(&e) && mentions_conditions(yaml));
                     naive_key_values(yaml)
                 }
             }
@@ -801,5 +825,17 @@ mod tests {
         assert!(!s.conditions.never_with_tools);
         let s = p("---\nmetadata:\n  hermes:\n    requires_tools:\n---\n");
         assert!(s.conditions.never_with_tools);
+        // YAML serde_yaml refuses but PyYAML reads (an integer wider than 64 bits): its
+        // conditions are unknown here, so the skill is hidden wherever tools are known.
+        let s = p("---\nname: x\nbuild: 99999999999999999999\nmetadata:\n  hermes:\n    requires_toolsets: [browser]\n---\n");
+        assert!(s.conditions.never_with_tools, "{:?}", s.notes);
+        // Invalid YAML without conditions is offered through the fallback, as by Hermes;
+        // so is YAML both parsers refuse, conditions or not (Hermes' fallback reads none).
+        let s = p("---\nname: x\ndescription: a: b: c\n---\n");
+        assert!(!s.conditions.never_with_tools);
+        let s = p(
+            "---\nname: x\ntags: [\"open\nmetadata:\n  hermes:\n    requires_toolsets: [t]\n---\n",
+        );
+        assert!(!s.conditions.never_with_tools, "{:?}", s.notes);
     }
 }

@@ -29,6 +29,28 @@ pub fn beyond_limits(e: &serde_yaml::Error) -> bool {
     text.contains("recursion limit") || text.contains("repetition limit")
 }
 
+/// Whether `e` is a syntax error of the YAML scanner or parser (an unclosed quote, a
+/// `key: value` where a mapping cannot hold one, a bad indentation, an unknown alias).
+/// serde_yaml reads through libyaml, whose scanner and parser PyYAML's follow rule for
+/// rule, so PyYAML refuses such a document too and Hermes falls back to its `key: value`
+/// reading, as skillidx does. Any other error (a value serde cannot hold, a limit) is one
+/// PyYAML may not share.
+pub fn refused_by_pyyaml_too(e: &serde_yaml::Error) -> bool {
+    let text = e.to_string();
+    [
+        "while scanning",
+        "while parsing",
+        "did not find expected",
+        "mapping values are not allowed",
+        "block sequence entries are not allowed",
+        "found unexpected end of stream",
+        "found character that cannot start any token",
+        "unknown anchor",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
 /// The tag that holds every `<<` of one mapping, in order, until [`merge`] applies them.
 const MERGES: &str = "!skillidx-merges";
 
@@ -181,6 +203,23 @@ mod tests {
         let v = parse("name: a\ndescription: first\ndescription: second\n").unwrap();
         assert_eq!(get(&v, "description"), &Value::String("second".into()));
         assert!(serde_yaml::from_str::<Value>("a: 1\na: 2\n").is_err());
+    }
+
+    #[test]
+    fn syntax_errors_are_told_from_values_pyyaml_reads() {
+        let refused = |t: &str| refused_by_pyyaml_too(&parse(t).unwrap_err());
+        for t in [
+            "tags: [a, \"unclosed]\nname: x\n",
+            "description: a: b: c\n",
+            "a:\n  - b\n c: d\n",
+            "{a: 1\n",
+            "a: *nope\n",
+            "a: 1\n\t b: 2\n",
+        ] {
+            assert!(refused(t), "{t:?}: {}", parse(t).unwrap_err());
+        }
+        // PyYAML reads an integer of any width.
+        assert!(!refused("build: 99999999999999999999\n"));
     }
 
     #[test]

@@ -112,12 +112,17 @@ fn a_skill_deleted_after_the_walk_is_reported_not_fatal() {
 }
 
 #[test]
-fn a_broken_config_is_reported_and_ignored() {
+fn a_broken_config_is_reported_and_hides_skills_until_it_parses() {
+    // A config we cannot read may disable any skill, so none is offered until it parses
+    // (fail closed); the sync still succeeds and names the file.
     let h = Home::new();
     h.skill("a/x", "x-skill", "brew green tea");
     h.config("skills: [unclosed\n");
     let r = h.sync();
     assert!(reason_for(&r, "config.yaml").contains("not valid YAML"));
+    assert!(h.search("green tea").is_empty());
+    h.config("skills: {}\n");
+    h.sync();
     assert_eq!(h.search("green tea"), ["x-skill"]);
 }
 

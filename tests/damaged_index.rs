@@ -462,3 +462,45 @@ fn a_long_running_index_recovers_from_a_file_cut_to_nothing_in_place() {
     }
     panic!("never healed: {:?}", live.status());
 }
+
+/// A FIFO put at the index path (fourth hostile review): opening it for reading would block
+/// forever. Every command answers at once with the remedy, and `sync --rebuild` moves it
+/// aside and builds a new index.
+#[test]
+fn a_fifo_at_the_index_path_never_blocks_a_reader() {
+    use std::time::{Duration, Instant};
+    let h = Home::new();
+    h.skill("c/alpha", "alpha", "about the alpha wombat");
+    assert!(cli(&h, &["sync"]).status.success());
+    std::fs::remove_file(h.db()).unwrap();
+    let path = std::ffi::CString::new(h.db().to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let mut child = bin()
+        .args(["search", "wombat", "--home"])
+        .arg(h.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("search blocked on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a regular file"),
+        "{out:?}"
+    );
+    assert!(cli(&h, &["sync", "--rebuild"]).status.success());
+    let out = cli(&h, &["search", "wombat"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("alpha"),
+        "{out:?}"
+    );
+}

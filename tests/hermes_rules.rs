@@ -357,3 +357,36 @@ fn kanban_is_detected_from_the_profile_toolsets() {
     h.config("toolsets: [hermes-cli]\nskills: {}\n");
     assert!(!Environments::detect(h.path()).kanban);
 }
+
+#[test]
+fn frontmatter_whose_conditions_cannot_be_read_is_hidden_only_where_hermes_may_read_them() {
+    let h = Home::new();
+    // A syntax error PyYAML shares: Hermes falls back to `key: value` lines and sees no
+    // condition, so the skill is offered everywhere, as by Hermes.
+    h.write(
+        "y/broken",
+        "---\nname: broken\ntags: [\"open\nmetadata:\n  hermes:\n    requires_toolsets: [web]\n---\n",
+    );
+    // An integer PyYAML reads and serde_yaml cannot hold: Hermes sees the condition.
+    h.write(
+        "y/wide",
+        &fm(
+            "wide",
+            &format!("build: 99999999999999999999\n{HERMES}    requires_toolsets: [web]\n"),
+        ),
+    );
+    // A frontmatter that closes only after the first MiB: Hermes reads it whole.
+    let long = format!(
+        "---\nname: long\n{HERMES}    requires_toolsets: [web]\nnotes: |\n{}---\nbody\n",
+        "  padding line of the frontmatter\n".repeat(40_000)
+    );
+    h.write("y/long", &long);
+    h.sync();
+    assert_eq!(names(&h, &bare()), ["broken", "long", "wide"]);
+    let with_tools = Session {
+        tools: set(&["terminal"]),
+        toolsets: set(&["web"]),
+        ..bare()
+    };
+    assert_eq!(names(&h, &with_tools), ["broken"]);
+}

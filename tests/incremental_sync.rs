@@ -331,3 +331,43 @@ fn a_skill_offered_again_and_new_skills_in_one_sync_end_where_a_clean_build_does
     );
     assert_eq!(hits.len(), 39);
 }
+
+#[test]
+fn an_index_made_by_other_reading_rules_is_read_again_in_place() {
+    // Unchanged files are never read again, so a build whose parsing or tokenizing changed
+    // would keep the old build's reading of them; its version in the profile's state makes
+    // the next sync read every file again, keeping document ids, and then rest.
+    use skillidx::store::records::RULES_VERSION_KEY;
+    use skillidx::store::{encode, ProfileTables, Store};
+    let h = Home::new();
+    h.skill("a/one", "one", "brew green tea");
+    h.skill("a/two", "two", "grind coffee beans");
+    h.sync();
+    old_enough();
+    h.sync();
+    let r = h.sync();
+    assert_eq!((r.parsed, r.committed), (0, false), "{r:#?}");
+    let store = Store::open_write(&h.db()).unwrap();
+    let txn = store.write().unwrap();
+    txn.open_table(ProfileTables::new("default").state())
+        .unwrap()
+        .insert(
+            RULES_VERSION_KEY,
+            encode(&(skillidx::sync::RULES_VERSION - 1)).as_slice(),
+        )
+        .unwrap();
+    store.commit(txn).unwrap();
+    drop(store);
+    let before = h.search_with("green tea", &Default::default());
+    let r = h.sync();
+    assert_eq!(
+        (r.parsed, r.updated, r.added, r.removed),
+        (2, 2, 0, 0),
+        "{r:#?}"
+    );
+    assert!(r.warnings.iter().any(|w| w.reason.contains("read again")));
+    assert_eq!(h.search_with("green tea", &Default::default()), before);
+    let r = h.sync();
+    assert_eq!((r.parsed, r.committed), (0, false), "{r:#?}");
+    assert!(r.warnings.is_empty(), "{r:#?}");
+}

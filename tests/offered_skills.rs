@@ -127,6 +127,27 @@ fn disabled_by_name_or_folder_equals_an_index_without_them() {
     }
 }
 
+/// A config.yaml that PyYAML reads but skillidx cannot (an integer wider than 64 bits)
+/// may disable skills Hermes hides: every skill is treated as disabled until it parses
+/// (fourth hostile review), and the sync says why; once it parses, they come back.
+#[test]
+fn an_unreadable_config_disables_every_skill_until_it_parses() {
+    let h = Home::new();
+    corpus(&h);
+    h.config("build: 99999999999999999999\nskills:\n  disabled: [hue]\n");
+    let r = h.sync();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.reason.contains("every skill is treated as disabled")),
+        "{r:?}"
+    );
+    assert!(h.search("git").is_empty());
+    h.config("skills:\n  disabled: [hue]\n");
+    assert!(h.sync().committed);
+    assert!(!h.search("git").is_empty());
+}
+
 #[test]
 fn skills_for_another_os_are_not_offered() {
     let h = Home::new();

@@ -23,7 +23,7 @@
 //! keeps the body's first line as its description). The bare one is one line unless the name
 //! holds a newline; accepting it for any offered skill grants nothing that is not offered.
 
-use crate::compact::{CLOSE_TAG, OPEN_TAG};
+use crate::compact::{shown, CLOSE_TAG, OPEN_TAG};
 use crate::search::{Hit, Offered};
 use rustc_hash::FxHashMap;
 
@@ -165,28 +165,18 @@ impl Block {
     /// [`crate::compact::compact_available_skills`] makes of it, minus anything that is not
     /// a whole rendering of an offered skill.
     ///
-    /// A name or category holding a line break or another control character is left out
-    /// of it (the skill stays allowed): written as it is, it would draw lines of the
-    /// block's shape.
+    /// A name or category that could be misread there is quoted
+    /// ([`crate::compact::shown`]).
     pub fn names_only(&self) -> String {
-        // Line and paragraph separators break lines for many readers too.
-        let plain = |s: &str| {
-            !s.chars()
-                .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}'))
-        };
         let mut out = String::from("\n");
-        for g in self.groups.iter().filter(|g| plain(&g.category)) {
-            let names: Vec<&str> = g
-                .names
-                .iter()
-                .map(String::as_str)
-                .filter(|n| plain(n))
-                .collect();
-            if names.is_empty() {
+        for g in &self.groups {
+            if g.names.is_empty() {
                 continue;
             }
+            let names: Vec<String> = g.names.iter().map(|n| shown(n, ", ")).collect();
             let mark = if g.demoted { " [names only]" } else { "" };
-            out.push_str(&format!("  {}{mark}: {}\n", g.category, names.join(", ")));
+            let category = shown(&g.category, ": ");
+            out.push_str(&format!("  {category}{mark}: {}\n", names.join(", ")));
         }
         out
     }
@@ -395,15 +385,26 @@ mod tests {
     }
 
     #[test]
-    fn names_with_line_breaks_stay_out_of_the_names_only_block() {
+    fn odd_names_are_quoted_in_the_names_only_block() {
+        // A line break cannot forge a line; a comma cannot make one name read as two.
         let name = "x\n  web:\n    - hidden";
         let text = format!(
-            "<available_skills>\n  a:\n    - {name}: d\n    - fine: ok\n</available_skills>"
+            "<available_skills>\n  a:\n    - {name}: d\n    - fine: ok\n    - b, c: e\n</available_skills>"
         );
-        let offered = vec![offered("a", name, "d"), offered("a", "fine", "ok")];
+        let offered = vec![
+            offered("a", name, "d"),
+            offered("a", "fine", "ok"),
+            offered("a", "b, c", "e"),
+        ];
         let blocks = read(&text, &offered);
-        assert_eq!(pairs(&allowed(&blocks)), p(&[("a", "fine"), ("a", name)]));
-        assert_eq!(blocks[0].names_only(), "\n  a: fine\n");
+        assert_eq!(
+            pairs(&allowed(&blocks)),
+            p(&[("a", "b, c"), ("a", "fine"), ("a", name)])
+        );
+        let line = blocks[0].names_only();
+        assert_eq!(line.lines().count(), 2, "{line:?}");
+        assert!(line.contains(r#""x\n  web:\n    - hidden""#), "{line:?}");
+        assert!(line.contains(r#""b, c""#), "{line:?}");
     }
 
     #[test]

@@ -885,7 +885,16 @@ fn needs_write(e: StoreError, need: &str) -> StoreError {
 
 fn check_file(path: &Path, may_create: bool) -> Result<bool> {
     use std::io::Read;
-    let mut file = match std::fs::File::open(path) {
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    // A FIFO (or a device) put at the path would block an open for reading, and a reader
+    // must never wait: opened without blocking, then refused as not a regular file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = match open.open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return if may_create {
@@ -901,6 +910,23 @@ fn check_file(path: &Path, may_create: bool) -> Result<bool> {
             })
         }
     };
+    match file.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => {
+            return Err(StoreError::Io {
+                path: path.to_owned(),
+                source: std::io::Error::other(
+                    "not a regular file (a FIFO, a device or a folder); move it away or run `skillidx sync --rebuild`",
+                ),
+            })
+        }
+        Err(source) => {
+            return Err(StoreError::Io {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    }
     let mut head = [0u8; REDB_MAGIC.len()];
     let mut got = 0;
     while got < head.len() {

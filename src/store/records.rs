@@ -240,6 +240,10 @@ pub const NAMES_GENERATION: &str = "#generation";
 /// and it keeps no projection.
 pub const SEED_GENERATION: &str = "seed_generation";
 
+/// `state` key: the [`crate::sync::RULES_VERSION`] the profile's documents were made by
+/// (absent: a build before the key existed). A sync that finds another one rebuilds.
+pub const RULES_VERSION_KEY: &str = "rules_version";
+
 /// The `names` table's key for a frontmatter or folder name.
 pub fn name_key(name: &str) -> String {
     format!("n:{name}")
@@ -276,11 +280,22 @@ pub struct ConfigSnapshot {
     pub platform_disabled: BTreeMap<String, Vec<String>>,
 }
 
+/// The entry of [`ConfigSnapshot::disabled`] that stands for a `config.yaml` that could not
+/// be read: every skill is disabled. No skill name holds a NUL, so it names none; kept in
+/// the list rather than beside it so that the stored record keeps its format.
+pub const UNREADABLE_CONFIG: &str = "\u{0}config.yaml could not be read";
+
 impl ConfigSnapshot {
+    /// Whether every skill is disabled ([`UNREADABLE_CONFIG`]).
+    pub fn all_disabled(&self) -> bool {
+        self.disabled.iter().any(|d| d == UNREADABLE_CONFIG)
+    }
+
     /// The parts of `config` that decide which skills are offered.
     pub fn of(config: &crate::config::HermesConfig) -> ConfigSnapshot {
+        let unreadable = config.unreadable.then(|| UNREADABLE_CONFIG.to_owned());
         ConfigSnapshot {
-            disabled: config.disabled.iter().cloned().collect(),
+            disabled: config.disabled.iter().cloned().chain(unreadable).collect(),
             platform_disabled: config
                 .platform_disabled
                 .iter()

@@ -126,6 +126,9 @@ pub fn apply(
     state
         .insert("config", encode(config).as_slice())
         .map_err(|e| err(e.into()))?;
+    state
+        .insert(RULES_VERSION_KEY, encode(&super::RULES_VERSION).as_slice())
+        .map_err(|e| err(e.into()))?;
     let total = txn
         .open_table(tables.docs())
         .map_err(|e| err(e.into()))?

@@ -31,6 +31,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub use observe::MAX_FILE_BYTES;
 
+/// The version of the rules that turn a SKILL.md into stored documents: parsing, offer
+/// conditions, safety flags, tokenizing. Bump it with any change to what a file produces.
+/// Unchanged files are not read again, so without it an index built by an older skillidx
+/// would keep that build's reading of every file; a sync that finds its profile made by
+/// another version reads every file again instead, in its one transaction.
+pub const RULES_VERSION: u64 = 2;
+
 /// How a sync should run.
 #[derive(Default)]
 pub struct SyncOptions<'a> {
@@ -167,21 +174,39 @@ pub fn sync_profile(
     let config = match HermesConfig::load(&profile.home) {
         Ok(c) => c,
         Err(e) => {
+            let unreadable = matches!(e, crate::config::ConfigError::Yaml { .. });
             report.warnings.push(Problem {
                 path: profile.home.join("config.yaml"),
                 reason: e.to_string(),
             });
-            HermesConfig::default()
+            HermesConfig {
+                unreadable,
+                ..HermesConfig::default()
+            }
         }
     };
     let snapshot = ConfigSnapshot::of(&config);
     let roots = scan::skill_roots(&profile.home, &config);
     let mut mark = Instant::now();
-    let (base, dir_cache, base_problems) = if opts.rebuild {
+    let (mut base, dir_cache, base_problems, rules) = if opts.rebuild {
         Default::default()
     } else {
         read_base(store, &tables)?
     };
+    // Documents made by other rules are all made again: every entry is marked for
+    // re-reading (an impossible hash, an untrusted stat), as a migration marks them.
+    if !base.manifest.is_empty() && rules != Some(RULES_VERSION) {
+        for entry in base.manifest.values_mut() {
+            entry.hash = [0; 32];
+            entry.verified_at_ns = 0;
+        }
+        report.warnings.push(Problem {
+            path: store.path().to_owned(),
+            reason: "the index was made by another version of skillidx's reading rules; \
+                     every skill is read again"
+                .into(),
+        });
+    }
     report.phase("read base", &mut mark);
     fail_point(store, failpoint::names::SYNC_AFTER_BASE)?;
 
@@ -368,17 +393,19 @@ pub fn sync_profile(
 fn read_base(
     store: &Store,
     tables: &ProfileTables,
-) -> Result<(Committed, scan::DirCache, Vec<scan::Problem>), StoreError> {
+) -> Result<(Committed, scan::DirCache, Vec<scan::Problem>, Option<u64>), StoreError> {
     let txn = store.read()?;
     let mut base = Committed::default();
     let mut dirs = scan::DirCache::default();
     let mut problems = Vec::new();
+    let mut rules = None;
     if let Some(manifest) = store::open_or_none(store, &txn, tables.manifest())? {
         base.manifest = read_manifest(store, &manifest)?;
     }
     if let Some(state) = store::open_or_none(store, &txn, tables.state())? {
         (base.stats, base.config) = read_state(store, &state)?;
         problems = store::get_lenient(store, &state, store::WALK_PROBLEMS)?.unwrap_or_default();
+        rules = store::get_lenient(store, &state, RULES_VERSION_KEY)?;
     }
     if let Some(table) = store::open_or_none(store, &txn, tables.dirs())? {
         for row in table.iter().map_err(|e| store.err(e))? {
@@ -389,7 +416,7 @@ fn read_base(
             );
         }
     }
-    Ok((base, dirs, problems))
+    Ok((base, dirs, problems, rules))
 }
 
 /// Reads the committed state inside the sync's write transaction.

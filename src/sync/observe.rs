@@ -183,6 +183,11 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
                 s.notes.push(format!(
                     "file is {size} bytes; only its first {MAX_FILE_BYTES} were parsed"
                 ));
+                // Its frontmatter runs past what was read, and Hermes reads the file whole:
+                // a condition it may name there is unknown here (fail closed).
+                if skill::frontmatter_unclosed(text) && skill::mentions_conditions(text) {
+                    s.conditions.never_with_tools = true;
+                }
                 s
             }
         };

@@ -40,6 +40,8 @@ class Endpoint:
     def __init__(self) -> None:
         self.content = "[]"
         self.delay = 0.0
+        # Seconds between the reply body's bytes (0: all at once).
+        self.drip = 0.0
         self.status = 200
         # (status, Location): answer every request with this redirect instead.
         self.redirect: Optional[tuple] = None
@@ -82,8 +84,13 @@ class Endpoint:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the client gave up (the timeout test)
+                    if not stub.drip:
+                        self.wfile.write(data)
+                    for i in range(len(data) if stub.drip else 0):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(stub.drip)
+                except OSError:  # the client gave up (the timeout tests)
                     pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -244,6 +251,21 @@ def test_a_slow_endpoint_times_out_to_the_engine_order(setup: Any, endpoint: End
     assert rec["outcome"] == "timeout"
     assert rec["reranked"] == ENGINE
     assert 450 <= rec["latency_ms"] < 2000
+
+
+def test_a_trickled_reply_ends_with_its_call(setup: Any, endpoint: Endpoint, log: Path) -> None:
+    # One byte every 0.1 s keeps each socket read alive: the call stops at its deadline
+    # instead of reading for minutes on an abandoned thread (fourth hostile review).
+    endpoint.content = '["kubernetes-debugging"]'
+    endpoint.drip = 0.1
+    p = setup(SKILL_RETRIEVAL_RERANK_TIMEOUT="0.5")
+    out = turn(p)
+    assert out["ids"] == ENGINE[:2]
+    (rec,) = lines(log)
+    assert rec["outcome"] == "timeout"
+    time.sleep(1.5)
+    alive = [t for t in threading.enumerate() if t.name == "skillidx-rerank"]
+    assert not alive, alive
 
 
 def test_a_garbage_reply_fails_open(setup: Any, endpoint: Endpoint, log: Path) -> None:

@@ -472,7 +472,8 @@ def _post(url: str, key: str, body: bytes, timeout: float) -> Tuple[str, Any]:
 
     The whole call (DNS, connect, send, reply) gets ``timeout`` seconds: urllib's own timeout
     bounds each socket operation, not their sum, nor name resolution, so the call runs on a
-    daemon thread and is abandoned when late (its socket times out on its own). No retry.
+    daemon thread and is abandoned when late; it stops reading at the deadline, and a socket
+    that sends nothing times out on its own. No retry.
     A redirect is not followed (urllib would re-send the key to the ``Location`` host): it
     is the outcome ``redirect``.
     """
@@ -486,13 +487,31 @@ def _post(url: str, key: str, body: bytes, timeout: float) -> Tuple[str, Any]:
 
     opener = urllib.request.build_opener(NoRedirect)
     out: List[Tuple[str, Any]] = []
+    deadline = time.monotonic() + timeout
+
+    def read_by(resp: Any) -> Optional[bytes]:
+        # A reply trickled a byte at a time would keep each socket read alive: the body is
+        # read in pieces until the call's deadline, so an abandoned call ends soon after it.
+        parts: List[bytes] = []
+        size = 0
+        while size < _REPLY_MAX:
+            if time.monotonic() > deadline:
+                return None
+            part = resp.read1(min(65536, _REPLY_MAX - size))
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+        return b"".join(parts)
 
     def call() -> None:
         req = urllib.request.Request(url, data=body, method="POST", headers={
             "Content-Type": "application/json", "Authorization": "Bearer " + key})
         try:
             with opener.open(req, timeout=timeout) as resp:
-                out.append(("ok", resp.read(_REPLY_MAX)))
+                reply = read_by(resp)
+                out.append(("ok", reply) if reply is not None
+                           else ("timeout", "the reply was still arriving after %gs" % timeout))
         except urllib.error.HTTPError as exc:
             if 300 <= exc.code < 400:
                 out.append(("redirect", "HTTP %d to %s (not followed)"
