@@ -649,9 +649,12 @@ impl PyIndex {
     }
 
     /// The request's system texts, `texts`, after [`PyIndex::allow`] has read them (joined by
-    /// newlines) for `session`: with `compact`, each `<available_skills>` block rewritten to
-    /// names only, from what was read (so lines a description forged are gone too).
-    #[pyo3(signature = (session, texts, tools=None, toolsets=None, compact=true, platform=None))]
+    /// newlines) for `session`: with `compact`, each `<available_skills>` block rewritten
+    /// from what was read (so lines a description forged are gone too): to names only with
+    /// `budget` 0, else to fit `budget` tokens (`skillidx::hermes::budget`: `pinned` names
+    /// first, a closing line pointing to `search_tool` when one is registered). Made once
+    /// per reading, so byte-identical while the index, block and session shape hold.
+    #[pyo3(signature = (session, texts, tools=None, toolsets=None, compact=true, platform=None, budget=0, pinned=Vec::new(), search_tool=None))]
     #[allow(clippy::too_many_arguments)]
     fn rewrite_system(
         &self,
@@ -662,12 +665,44 @@ impl PyIndex {
         toolsets: Option<Vec<String>>,
         compact: bool,
         platform: Option<String>,
+        budget: usize,
+        pinned: Vec<String>,
+        search_tool: Option<String>,
     ) -> PyResult<Vec<String>> {
         let shape = shape(tools, toolsets, platform);
+        let budget = crate::hermes::budget::Budget {
+            tokens: budget,
+            pinned,
+            search_tool,
+        };
         detached(py, || {
             Ok(self
                 .sessions
-                .rewrite(&self.live, &session, &texts, shape, compact)?)
+                .rewrite(&self.live, &session, &texts, shape, compact, &budget)?)
+        })
+    }
+
+    /// The `skills_search` tool's answer for `query`: the skills the injection would choose
+    /// from (same floor, session allow-list, ranking and folding), the first `k`, as lines
+    /// naming each skill, the path `skill_view` loads it by and its cleaned description; a
+    /// sentence saying so when nothing matches.
+    #[pyo3(signature = (query, k=6, min_score_ratio=0.25, platform=None, session=None))]
+    fn search_tool(
+        &self,
+        py: Python<'_>,
+        query: String,
+        k: usize,
+        min_score_ratio: f64,
+        platform: Option<String>,
+        session: Option<String>,
+    ) -> PyResult<String> {
+        let allowed = allow_list(&self.sessions, session.as_deref(), None);
+        let k = k.clamp(1, 20);
+        let fetch = k.saturating_mul(crate::select::FETCH_PER_ENTRY);
+        let opts = options(fetch, platform, "default", 1.5, 0.75, true)?;
+        detached(py, || {
+            let hits = self.plugin_hits(&query, &opts, allowed.as_deref(), k, min_score_ratio)?;
+            Ok(crate::hermes::format_search_result(&query, &hits))
         })
     }
 

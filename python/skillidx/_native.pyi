@@ -222,10 +222,25 @@ class Index:
         toolsets: Optional[Sequence[str]] = None,
         compact: bool = True,
         platform: Optional[str] = None,
+        budget: int = 0,
+        pinned: Sequence[str] = (),
+        search_tool: Optional[str] = None,
     ) -> List[str]:
         """``allow`` over the request's system texts (joined by newlines), then, with
-        ``compact``, each ``<available_skills>`` block rewritten to names only from what was
-        read."""
+        ``compact``, each ``<available_skills>`` block rewritten from what was read: to names
+        only with ``budget`` 0, else to fit ``budget`` tokens (``pinned`` names first, a
+        closing line pointing to ``search_tool``). Made once per reading."""
+    def search_tool(
+        self,
+        query: str,
+        k: int = 6,
+        min_score_ratio: float = 0.25,
+        platform: Optional[str] = None,
+        session: Optional[str] = None,
+    ) -> str:
+        """The ``skills_search`` tool's answer: the injection's choice for ``query`` (floor,
+        the session's allow-list, folding), the first ``k`` (1-20), or a sentence saying
+        nothing matched."""
     def allowed(self, session: str) -> Optional[List[Tuple[str, str]]]:
         """The session's allow-list, ``None`` before ``allow`` saw it."""
     def filter_retrieved(self, text: str, session: str, inject_k: int) -> str:

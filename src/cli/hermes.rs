@@ -131,6 +131,17 @@ fn status(common: &Common) -> Result<ExitCode> {
         "skills offered (no tool information): skillidx {}",
         s.offered
     )?;
+    outln!(
+        "listing sent by the plugin: budget {} tokens{}; about {} tokens (names only: {})",
+        s.index_budget,
+        if s.index_budget == 0 {
+            " (0: names only)"
+        } else {
+            ""
+        },
+        s.listing_tokens.budgeted,
+        s.listing_tokens.names_only
+    )?;
     match (&s.hermes, &s.hermes_error) {
         (Some(c), _) => {
             outln!(

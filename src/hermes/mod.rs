@@ -112,18 +112,43 @@ fn label_of(path: &str, id: &str, category: &str) -> String {
 /// withheld whole when they hold an injection pattern ([`safety::REMOVED`]). Nothing a skill holds can end
 /// the item, add a line, or fake the heading or a tag.
 pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> {
-    let hits: Vec<&Hit> = hits
-        .iter()
-        .filter(|h| safety::id_problem(&h.id).is_none())
-        .collect();
-    if hits.is_empty() {
-        return None;
-    }
     let mut lines = vec![
         BLOCK_HEADING.to_owned(),
         BLOCK_INTRO.to_owned(),
         String::new(),
     ];
+    entry_lines(hits, shown, &mut lines).then(|| lines.join("\n"))
+}
+
+/// The answer of the `skills_search` tool: the entries of [`format_retrieved_block`] under
+/// a line naming the query (cleaned like a description), or a sentence saying nothing
+/// matched.
+pub fn format_search_result(query: &str, hits: &[Hit]) -> String {
+    let query = truncate_description(&inline_cached(query));
+    let mut lines = vec![format!(
+        "Installed skills matching \"{query}\" (load one with skill_view, by its name or \
+         the path in parentheses):"
+    )];
+    if entry_lines(hits, &[], &mut lines) {
+        lines.join("\n")
+    } else {
+        format!(
+            "No installed skill matches \"{query}\". Try other words for the task, or go on \
+             without a skill."
+        )
+    }
+}
+
+/// Pushes the entries for `hits` (see [`format_retrieved_block`]) onto `lines`; whether any
+/// hit could be shown.
+fn entry_lines(hits: &[Hit], shown: &[String], lines: &mut Vec<String>) -> bool {
+    let hits: Vec<&Hit> = hits
+        .iter()
+        .filter(|h| safety::id_problem(&h.id).is_none())
+        .collect();
+    if hits.is_empty() {
+        return false;
+    }
     let mut earlier = Vec::new();
     for h in hits {
         if shown.iter().any(|s| s == &h.id) {
@@ -162,7 +187,7 @@ pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> 
     if !earlier.is_empty() {
         lines.push(format!("{EARLIER_PREFIX}{}", earlier.join(", ")));
     }
-    Some(lines.join("\n"))
+    true
 }
 
 /// Whether an injection pattern runs across an entry's id, label and description (each
@@ -376,6 +401,7 @@ pub fn filter_retrieved_blocks(text: &str, allowed: &Allowed, inject_k: usize) -
     out.join("\n")
 }
 
+pub mod budget;
 mod install;
 pub mod listing;
 pub mod sessions;

@@ -8,6 +8,7 @@
 //! shared, so a gateway with many sessions reads a hub-sized block once, not once per
 //! session or per turn.
 
+use super::budget::{self, Budget, Usage};
 use super::listing::{self, Allowed, Block};
 use crate::compact::{CLOSE_TAG, OPEN_TAG};
 use crate::offer::Session;
@@ -47,6 +48,34 @@ struct Reading {
     /// The blocks read, in order.
     blocks: Vec<Block>,
     allowed: Arc<Allowed>,
+    /// Hermes' usage records as read with the blocks: the budgeted listing's order.
+    usage: Usage,
+    /// The blocks' rewritten insides for the budget they were made for, made once.
+    rewritten: Mutex<Option<(Budget, Arc<Vec<String>>)>>,
+}
+
+impl Reading {
+    /// The insides the blocks are rewritten to under `budget`
+    /// ([`budget::budgeted`]; `None` for a block read as listing nothing).
+    fn rewritten(&self, budget: &Budget) -> Arc<Vec<String>> {
+        let mut cache = self
+            .rewritten
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((made_for, insides)) = cache.as_ref() {
+            if made_for == budget {
+                return Arc::clone(insides);
+            }
+        }
+        let insides: Arc<Vec<String>> = Arc::new(
+            self.blocks
+                .iter()
+                .map(|b| budget::budgeted(b, &self.usage, budget))
+                .collect(),
+        );
+        *cache = Some((budget.clone(), Arc::clone(&insides)));
+        insides
+    }
 }
 
 #[derive(Default)]
@@ -82,7 +111,8 @@ impl Sessions {
 
     /// The request's system texts with what the session's block lists kept as its
     /// allow-list ([`Sessions::allow`] of the texts joined by newlines), and, with
-    /// `compact`, each block rewritten to names only ([`Block::names_only`]). A block read
+    /// `compact`, each block rewritten to names only ([`Block::names_only`]), or to fit
+    /// `budget` when it has one ([`budget::budgeted`], made once per reading). A block read
     /// as listing nothing, or texts whose blocks cannot be matched with those read, are left
     /// as they are: compaction only saves tokens.
     pub fn rewrite(
@@ -92,13 +122,15 @@ impl Sessions {
         texts: &[String],
         shape: Shape,
         compact: bool,
+        budget: &Budget,
     ) -> Result<Vec<String>, Error> {
         let reading = self.reading(live, session_id, &texts.join("\n"), shape)?;
         let found: usize = texts.iter().map(|t| blocks_in(t).len()).sum();
         if !compact || found != reading.blocks.len() {
             return Ok(texts.to_vec());
         }
-        let mut blocks = reading.blocks.iter();
+        let insides = reading.rewritten(budget);
+        let mut blocks = reading.blocks.iter().zip(insides.iter());
         Ok(texts
             .iter()
             .map(|t| {
@@ -107,7 +139,7 @@ impl Sessions {
                 for (start, end) in blocks_in(t) {
                     out.push_str(&t[at..start]);
                     match blocks.next() {
-                        Some(b) if !b.groups.is_empty() => out.push_str(&b.names_only()),
+                        Some((b, inside)) if !b.groups.is_empty() => out.push_str(inside),
                         _ => out.push_str(&t[start..end]),
                     }
                     at = end;
@@ -205,6 +237,8 @@ fn read(live: &LiveIndex, key: Key, system: &str) -> Result<Reading, Error> {
         key: Key { state, ..key },
         blocks,
         allowed,
+        usage: Usage::read(&live.profile().home),
+        rewritten: Mutex::new(None),
     })
 }
 

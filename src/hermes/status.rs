@@ -50,6 +50,15 @@ pub struct Comparison {
     pub only_skillidx: Vec<(String, String)>,
 }
 
+/// The size of the listing the plugin sends, in estimated tokens.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ListingTokens {
+    /// Names only (budget 0).
+    pub names_only: usize,
+    /// Under the budget in effect.
+    pub budgeted: usize,
+}
+
 /// What `hermes status` reports for one profile.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
@@ -76,6 +85,12 @@ pub struct Status {
     pub synced_at_ns: i64,
     /// Skills skillidx offers with no tool information, in this process's environment.
     pub offered: usize,
+    /// The listing budget in effect for the plugin, in tokens (`SKILL_RETRIEVAL_INDEX_BUDGET`
+    /// in this environment or the profile's `.env`, else the default; 0: names only).
+    pub index_budget: usize,
+    /// The plugin's `<available_skills>` for the offered skills, in estimated tokens
+    /// ([`super::budget::estimate_tokens`]): names only, and under the budget.
+    pub listing_tokens: ListingTokens,
     /// The comparison with Hermes' own block, when Hermes could be run.
     pub hermes: Option<Comparison>,
     /// Why Hermes could not be run, when it could not.
@@ -112,6 +127,8 @@ pub fn status(profile: &Profile, db: &Path, python: &Path) -> Result<Status, Her
         generation: 0,
         synced_at_ns: 0,
         offered: 0,
+        index_budget: index_budget(&profile.home),
+        listing_tokens: ListingTokens::default(),
         hermes: None,
         hermes_error: None,
     };
@@ -138,6 +155,7 @@ pub fn status(profile: &Profile, db: &Path, python: &Path) -> Result<Status, Her
         }
     };
     out.offered = ours.len();
+    out.listing_tokens = listing_tokens(&ours, &profile.home, out.index_budget);
     match hermes_pairs(profile, python) {
         Ok(theirs) => {
             let diff = |a: &BTreeSet<(String, String)>, b: &BTreeSet<(String, String)>| {
@@ -154,6 +172,55 @@ pub fn status(profile: &Profile, db: &Path, python: &Path) -> Result<Status, Her
         Err(why) => out.hermes_error = Some(why),
     }
     Ok(out)
+}
+
+/// The budget the plugin would read: its variable in this environment, else in the
+/// profile's `.env` (Hermes loads it into the agent's environment), else the default.
+fn index_budget(home: &Path) -> usize {
+    const VAR: &str = "SKILL_RETRIEVAL_INDEX_BUDGET";
+    let from_dotenv = || {
+        let text = std::fs::read_to_string(home.join(".env")).ok()?;
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix(VAR)?.trim_start().strip_prefix('='))
+            .map(|v| v.trim().trim_matches(['"', '\'']).to_owned())
+            .next_back()
+    };
+    std::env::var(VAR)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .or_else(from_dotenv)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(super::budget::DEFAULT_TOKENS)
+}
+
+/// The listing of `offered` (Hermes orders categories and names), names only and budgeted.
+fn listing_tokens(
+    offered: &BTreeSet<(String, String)>,
+    home: &Path,
+    tokens: usize,
+) -> ListingTokens {
+    use super::budget::{budgeted, estimate_tokens, Budget, Usage};
+    use super::listing::{Block, Group};
+    let mut block = Block::default();
+    for (category, name) in offered {
+        match block.groups.last_mut() {
+            Some(g) if &g.category == category => g.names.push(name.clone()),
+            _ => block.groups.push(Group {
+                category: category.clone(),
+                demoted: false,
+                names: vec![name.clone()],
+            }),
+        }
+    }
+    let budget = Budget {
+        tokens,
+        pinned: Vec::new(),
+        search_tool: Some("skills_search".into()),
+    };
+    ListingTokens {
+        names_only: estimate_tokens(&block.names_only()),
+        budgeted: estimate_tokens(&budgeted(&block, &Usage::read(home), &budget)),
+    }
 }
 
 fn index_error(e: crate::Error) -> HermesError {

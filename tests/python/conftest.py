@@ -80,6 +80,9 @@ class StubServer:
     def __init__(self, reply: str = "stub reply") -> None:
         self.requests: List[Dict[str, Any]] = []
         self.reply = reply
+        # Scripted replies, used first: a tool call ``{"tool": name, "arguments": {...}}``
+        # (the callable form gets the request body) or a plain text.
+        self.script: List[Any] = []
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -144,9 +147,19 @@ class StubServer:
                         self.wfile.write(("data: " + json.dumps(obj) + "\n\n").encode())
                         self.wfile.flush()
 
-                    chunk({"role": "assistant", "content": ""})
-                    chunk({"content": stub.reply})
-                    chunk({}, finish="stop", with_usage=True)
+                    step = stub.script.pop(0) if stub.script else stub.reply
+                    if callable(step):
+                        step = step(body)
+                    if isinstance(step, dict):
+                        call = {"index": 0, "id": f"call_{len(stub.requests)}", "type": "function",
+                                "function": {"name": step["tool"],
+                                             "arguments": json.dumps(step["arguments"])}}
+                        chunk({"role": "assistant", "content": None, "tool_calls": [call]})
+                        chunk({}, finish="tool_calls", with_usage=True)
+                    else:
+                        chunk({"role": "assistant", "content": ""})
+                        chunk({"content": step})
+                        chunk({}, finish="stop", with_usage=True)
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                     self.close_connection = True

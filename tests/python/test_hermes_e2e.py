@@ -93,6 +93,11 @@ def conditional_agent(tmp_path_factory: pytest.TempPathFactory):
 
 
 def run_turn(agent: Dict[str, Any], message: str, **env_extra: str) -> Dict[str, Any]:
+    return run_turn_requests(agent, message, **env_extra)[0]
+
+
+def run_turn_requests(agent: Dict[str, Any], message: str, **env_extra: str) -> List[Dict[str, Any]]:
+    """Every chat request Hermes sent for one turn (more than one when the model calls tools)."""
     stub: StubServer = agent["stub"]
     before = len(stub.chat_requests())
     proxy = f"http://127.0.0.1:{stub.port}"
@@ -113,7 +118,7 @@ def run_turn(agent: Dict[str, Any], message: str, **env_extra: str) -> Dict[str,
     sent = stub.chat_requests()[before:]
     assert sent, "Hermes sent no chat request"
     assert stub.connects() == [], "something tried to leave the machine"
-    return sent[0]
+    return sent
 
 
 def block_of(system: str) -> str:

@@ -39,3 +39,11 @@ def test_status_reports_the_plugin_the_index_and_hermes_own_offer(tmp_path: Path
 
     text = run("hermes", "status", "--home", str(home)).stdout
     assert "enabled in config.yaml yes" in text and "the same skills" in text
+    # The listing the plugin sends: the default budget, and the home's size under it.
+    assert s["index_budget"] == 1500
+    t = s["listing_tokens"]
+    assert 0 < t["budgeted"] <= 1500 and t["budgeted"] <= t["names_only"], t
+    assert "listing sent by the plugin: budget 1500 tokens" in text
+    (home / ".env").write_text("SKILL_RETRIEVAL_INDEX_BUDGET=200\n")
+    small = json.loads(run("hermes", "status", "--json", "--home", str(home)).stdout)
+    assert small["index_budget"] == 200 and small["listing_tokens"]["budgeted"] <= 200, small

@@ -22,7 +22,10 @@ the last commit (the sync's result is seen from the next turn on).
 Settings (environment): ``SKILL_RETRIEVAL_TOP_K`` (6), ``SKILL_RETRIEVAL_INJECT_K`` (= TOP_K,
 capped at it), ``SKILL_RETRIEVAL_MIN_SCORE_RATIO`` (0.25), ``SKILL_RETRIEVAL_K1`` (1.5),
 ``SKILL_RETRIEVAL_B`` (0.75), ``SKILL_RETRIEVAL_RANKING`` (``default``, or ``seed`` for the seed
-plugin's plain BM25), ``SKILL_RETRIEVAL_COMPACT`` (1), and
+plugin's plain BM25), ``SKILL_RETRIEVAL_COMPACT`` (1), ``SKILL_RETRIEVAL_INDEX_BUDGET`` (1500: the
+rewritten ``<available_skills>`` fits this many tokens at any skill count; 0: names only),
+``SKILL_RETRIEVAL_PINNED`` (comma-separated names listed first), ``SKILL_RETRIEVAL_SEARCH_TOOL``
+(1: the ``skills_search`` tool, in Hermes' ``skills`` toolset), and
 ``SKILL_RETRIEVAL_TIMING_LOG`` (a file to append one JSON line per hook/middleware call with
 its duration; Hermes ``-z`` switches logging off, so this is how the per-turn cost is read), and
 ``SKILL_RETRIEVAL_SEMANTIC`` (0; 1 turns the local semantic stage on: background syncs embed the
@@ -56,9 +59,11 @@ else:
 
 _DEFAULT_TOP_K = 6
 _DEFAULT_MIN_SCORE_RATIO = 0.25
+_DEFAULT_INDEX_BUDGET = 1500
+_SEARCH_TOOL = "skills_search"
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, lo: int = 1) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -67,8 +72,8 @@ def _env_int(name: str, default: int) -> int:
     except ValueError:
         logger.warning("%s=%r is not an integer; using %d", name, raw, default)
         return default
-    if value < 1:
-        logger.warning("%s=%r must be at least 1; using %d", name, raw, default)
+    if value < lo:
+        logger.warning("%s=%r must be at least %d; using %d", name, raw, lo, default)
         return default
     return value
 
@@ -99,6 +104,16 @@ class _Settings:
         self.k1 = _env_float("SKILL_RETRIEVAL_K1", 1.5, 0.0, None)
         self.b = _env_float("SKILL_RETRIEVAL_B", 0.75, 0.0, 1.0 + 1e-9)
         self.compact = os.environ.get("SKILL_RETRIEVAL_COMPACT", "1").strip().lower() not in (
+            "0",
+            "false",
+            "no",
+            "off",
+        )
+        # The listing's size in tokens whatever the skill count; 0: names only.
+        self.index_budget = _env_int("SKILL_RETRIEVAL_INDEX_BUDGET", _DEFAULT_INDEX_BUDGET, lo=0)
+        self.pinned = [n.strip() for n in os.environ.get("SKILL_RETRIEVAL_PINNED", "").split(",")
+                       if n.strip()]
+        self.search_tool = os.environ.get("SKILL_RETRIEVAL_SEARCH_TOOL", "1").strip().lower() not in (
             "0",
             "false",
             "no",
@@ -321,7 +336,10 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
             # and, with compaction on, rewrites it to names only from what was read.
             tools, toolsets = _session_tools(request)
             new = iter(index.rewrite_system(session, texts, tools, toolsets, _settings.compact,
-                                            platform=_session_platform()))
+                                            platform=_session_platform(),
+                                            budget=_settings.index_budget,
+                                            pinned=_settings.pinned,
+                                            search_tool=_search_tool_name))
             edits += [(c, key, _replaced(c.get(key), new)) for c, key in slots]
         k = _settings.inject_k
 
@@ -357,6 +375,75 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
         return None
     finally:
         _timing("llm_request", started)
+
+
+# -- the skills_search tool: the model's own search, for a skill neither listed nor injected ----
+
+# Set by ``register`` when Hermes took the tool; the budgeted listing then points to it.
+_search_tool_name: Optional[str] = None
+
+_SEARCH_SCHEMA: Dict[str, Any] = {
+    "name": _SEARCH_TOOL,
+    "description": (
+        "Search the installed skills by what the task needs. Use it when the skill you need is "
+        "not among those listed in <available_skills> or shown under Retrieved Skills: the "
+        "listing names only some of the installed skills. Returns matching skills with their "
+        "descriptions and the name or path to load each with skill_view."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "What the skill should do, in a few words (any language).",
+            },
+            "k": {
+                "type": "integer",
+                "description": "How many skills to return (1-20, default 6).",
+                "minimum": 1,
+                "maximum": 20,
+            },
+        },
+        "required": ["query"],
+    },
+}
+
+
+def _on_skills_search(args: Any = None, **kw: Any) -> str:
+    started = time.perf_counter()
+    try:
+        query = args.get("query") if isinstance(args, dict) else None
+        if not isinstance(query, str) or not query.strip():
+            return json.dumps({"error": "skills_search needs a non-empty 'query' string"})
+        k = args.get("k")
+        k = k if isinstance(k, int) and not isinstance(k, bool) else _settings.inject_k
+        index = _get_index()
+        if index is None:
+            return json.dumps({"error": "the skill index is not available; use skill_view"})
+        session = kw.get("session_id")
+        return index.search_tool(query, k=k, min_score_ratio=_settings.min_score_ratio,
+                                 platform=_session_platform(),
+                                 session=session if isinstance(session, str) else None)
+    except Exception as exc:
+        _problem("search_tool", exc, "skills_search failed: %s")
+        return json.dumps({"error": f"skills_search failed: {exc}"})
+    finally:
+        _timing("skills_search", started)
+
+
+def _register_search_tool(ctx: Any) -> None:
+    """Offers ``skills_search`` in Hermes' ``skills`` toolset, beside skill_view (a session
+    run with ``-t skills`` sees it too)."""
+    global _search_tool_name
+    if not _settings.search_tool or not hasattr(ctx, "register_tool"):
+        return
+    try:
+        ctx.register_tool(name=_SEARCH_TOOL, toolset="skills", schema=_SEARCH_SCHEMA,
+                          handler=_on_skills_search, description=_SEARCH_SCHEMA["description"],
+                          emoji="🔎")
+        _search_tool_name = _SEARCH_TOOL
+    except Exception as exc:
+        _problem("search_tool", exc, "skills_search could not be registered: %s")
 
 
 # -- phase 2: retrieved skills appended to the user message ---------------------------------
@@ -639,6 +726,7 @@ def register(ctx: Any) -> None:
         globals()["_index"] = None
 
     ctx.register_hook("pre_llm_call", _on_pre_llm_call)
+    _register_search_tool(ctx)
     if _rerank is not None:
         logger.info("Skill retrieval reranker on (%s at %s, top %d, timeout %gs%s)", _rerank.model,
                     _rerank.url, _rerank.top_n, _rerank.timeout,
