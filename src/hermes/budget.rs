@@ -129,14 +129,12 @@ pub fn budgeted(block: &Block, usage: &Usage, budget: &Budget) -> String {
     }
     let mut out = format!("\n{summary}\n");
     for (g, group) in block.groups.iter().enumerate() {
-        let names: Vec<String> = (0..group.names.len())
+        let mut names = (0..group.names.len())
             .filter(|n| chosen.contains(&(g, *n)))
-            .map(|n| shown(&group.names[n], ", "))
-            .collect();
-        if !names.is_empty() {
-            let mark = if group.demoted { " [names only]" } else { "" };
-            let category = shown(&group.category, ": ");
-            out.push_str(&format!("  {category}{mark}: {}\n", names.join(", ")));
+            .map(|n| group.names[n].as_str())
+            .peekable();
+        if names.peek().is_some() {
+            out.push_str(&group.line(names));
         }
     }
     out.push_str(&closing_line(total - chosen.len(), budget));

@@ -170,15 +170,23 @@ impl Block {
     pub fn names_only(&self) -> String {
         let mut out = String::from("\n");
         for g in &self.groups {
-            if g.names.is_empty() {
-                continue;
+            if !g.names.is_empty() {
+                out.push_str(&g.line(g.names.iter().map(String::as_str)));
             }
-            let names: Vec<String> = g.names.iter().map(|n| shown(n, ", ")).collect();
-            let mark = if g.demoted { " [names only]" } else { "" };
-            let category = shown(&g.category, ": ");
-            out.push_str(&format!("  {category}{mark}: {}\n", names.join(", ")));
         }
         out
+    }
+}
+
+impl Group {
+    /// The names-only line of this category listing `names`: `  devops: a, b` (a demoted
+    /// category keeps its `[names only]` mark), names and category quoted where they could
+    /// be misread ([`crate::compact::shown`]), with its newline.
+    pub fn line<'a>(&self, names: impl Iterator<Item = &'a str>) -> String {
+        let names: Vec<String> = names.map(|n| shown(n, ", ")).collect();
+        let mark = if self.demoted { " [names only]" } else { "" };
+        let category = shown(&self.category, ": ");
+        format!("  {category}{mark}: {}\n", names.join(", "))
     }
 }
 
