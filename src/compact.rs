@@ -54,19 +54,29 @@ pub const CLOSE_TAG: &str = "</available_skills>";
 /// one line per category (see the module documentation); everything else is untouched.
 pub fn compact_available_skills(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find(OPEN_TAG) {
-        let inner_start = open + OPEN_TAG.len();
-        let Some(close_rel) = rest[inner_start..].find(CLOSE_TAG) else {
+    let mut at = 0;
+    for (start, end) in block_insides(text) {
+        out.push_str(&text[at..start]);
+        out.push_str(&compact_inner(&text[start..end]));
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// The byte ranges of the insides of the (closed) `<available_skills>` blocks of `text`,
+/// in order.
+pub fn block_insides(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(open) = text[at..].find(OPEN_TAG) {
+        let start = at + open + OPEN_TAG.len();
+        let Some(close) = text[start..].find(CLOSE_TAG) else {
             break;
         };
-        let inner_end = inner_start + close_rel;
-        out.push_str(&rest[..inner_start]);
-        out.push_str(&compact_inner(&rest[inner_start..inner_end]));
-        out.push_str(CLOSE_TAG);
-        rest = &rest[inner_end + CLOSE_TAG.len()..];
+        out.push((start, start + close));
+        at = start + close + CLOSE_TAG.len();
     }
-    out.push_str(rest);
     out
 }
 
@@ -78,14 +88,9 @@ pub fn compact_available_skills(text: &str) -> String {
 /// compaction. The plugin uses them as the session's allow-list.
 pub fn listed_skills(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find(OPEN_TAG) {
-        let inner_start = open + OPEN_TAG.len();
-        let Some(close_rel) = rest[inner_start..].find(CLOSE_TAG) else {
-            break;
-        };
+    for (start, end) in block_insides(text) {
         let mut current: Option<Listed<'_>> = None;
-        for line in rest[inner_start..inner_start + close_rel].split('\n') {
+        for line in text[start..end].split('\n') {
             if let Some(entry) = line.strip_prefix("    - ") {
                 if let Some(c) = current.as_mut() {
                     c.skills.push(label(entry));
@@ -100,7 +105,6 @@ pub fn listed_skills(text: &str) -> Vec<(String, String)> {
         if let Some(c) = current.take() {
             c.emit(&mut out);
         }
-        rest = &rest[inner_start + close_rel + CLOSE_TAG.len()..];
     }
     out
 }

@@ -23,7 +23,7 @@
 //! keeps the body's first line as its description). The bare one is one line unless the name
 //! holds a newline; accepting it for any offered skill grants nothing that is not offered.
 
-use crate::compact::{shown, CLOSE_TAG, OPEN_TAG};
+use crate::compact::{block_insides, shown};
 use crate::search::{Hit, Offered};
 use rustc_hash::FxHashMap;
 
@@ -217,18 +217,10 @@ pub fn read(text: &str, offered: &[Offered]) -> Vec<Block> {
             .or_default()
             .push(o.name.as_str());
     }
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find(OPEN_TAG) {
-        let inner_start = open + OPEN_TAG.len();
-        let Some(close_rel) = rest[inner_start..].find(CLOSE_TAG) else {
-            break;
-        };
-        let inner = &rest[inner_start..inner_start + close_rel];
-        out.push(read_block(inner, &renderings, &by_category));
-        rest = &rest[inner_start + close_rel + CLOSE_TAG.len()..];
-    }
-    out
+    block_insides(text)
+        .into_iter()
+        .map(|(start, end)| read_block(&text[start..end], &renderings, &by_category))
+        .collect()
 }
 
 /// Reads one block's inside.

@@ -10,7 +10,7 @@
 
 use super::budget::{self, Budget, Usage};
 use super::listing::{self, Allowed, Block};
-use crate::compact::{CLOSE_TAG, OPEN_TAG};
+use crate::compact::block_insides;
 use crate::offer::Session;
 use crate::refresh::{IndexState, LiveIndex};
 use crate::Error;
@@ -125,7 +125,7 @@ impl Sessions {
         budget: &Budget,
     ) -> Result<Vec<String>, Error> {
         let reading = self.reading(live, session_id, &texts.join("\n"), shape)?;
-        let found: usize = texts.iter().map(|t| blocks_in(t).len()).sum();
+        let found: usize = texts.iter().map(|t| block_insides(t).len()).sum();
         if !compact || found != reading.blocks.len() {
             return Ok(texts.to_vec());
         }
@@ -136,7 +136,7 @@ impl Sessions {
             .map(|t| {
                 let mut out = String::with_capacity(t.len());
                 let mut at = 0;
-                for (start, end) in blocks_in(t) {
+                for (start, end) in block_insides(t) {
                     out.push_str(&t[at..start]);
                     match blocks.next() {
                         Some((b, inside)) if !b.groups.is_empty() => out.push_str(inside),
@@ -240,19 +240,4 @@ fn read(live: &LiveIndex, key: Key, system: &str) -> Result<Reading, Error> {
         usage: Usage::read(&live.profile().home),
         rewritten: Mutex::new(None),
     })
-}
-
-/// The byte ranges of the insides of the `<available_skills>` blocks of `text`.
-fn blocks_in(text: &str) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while let Some(open) = text[at..].find(OPEN_TAG) {
-        let start = at + open + OPEN_TAG.len();
-        let Some(close) = text[start..].find(CLOSE_TAG) else {
-            break;
-        };
-        out.push((start, start + close));
-        at = start + close + CLOSE_TAG.len();
-    }
-    out
 }
