@@ -10,7 +10,7 @@ use crate::store::StoreError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
@@ -284,6 +284,85 @@ struct PyIndex {
     semantic_error: Option<String>,
     /// The Hermes sessions this index serves, with what each one's block lists.
     sessions: crate::hermes::Sessions,
+    /// Each session's last system rewrite, by the identity of the strings given.
+    rewrites: Rewrites,
+}
+
+/// What a system rewrite depends on besides its texts.
+#[derive(PartialEq)]
+struct RewriteKey {
+    state: crate::refresh::IndexState,
+    shape: crate::hermes::Shape,
+    compact: bool,
+    budget: crate::hermes::budget::Budget,
+}
+
+/// Each session's last [`PyIndex::rewrite_system`]: the string objects it was given and
+/// what it returned. Hermes sends its cached system prompt, the same object, every turn; at
+/// hub scale that is 7 MB to copy, hash and search, for the answer of the turn before.
+/// Python strings are immutable, and the objects are held here, so the same objects mean
+/// the same text; equal new ones are recognised by Python's own comparison.
+#[derive(Default)]
+struct Rewrites(std::sync::Mutex<rustc_hash::FxHashMap<String, Rewrite>>);
+
+struct Rewrite {
+    inputs: Vec<Py<PyString>>,
+    key: RewriteKey,
+    outputs: Vec<Py<PyString>>,
+}
+
+impl Rewrites {
+    fn lock(&self) -> std::sync::MutexGuard<'_, rustc_hash::FxHashMap<String, Rewrite>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The session's last answer, if it was given these objects (or equal ones) under `key`.
+    fn get(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        texts: &[Bound<'_, PyString>],
+        key: &RewriteKey,
+    ) -> Option<Vec<Py<PyString>>> {
+        let map = self.lock();
+        let last = map.get(session)?;
+        // The same objects, else equal ones: Python compares lengths, then memory, with no
+        // copy (an ephemeral system prompt makes Hermes join a new, equal string each call).
+        let same = last.key == *key
+            && last.inputs.len() == texts.len()
+            && last.inputs.iter().zip(texts).all(|(a, b)| {
+                a.as_ptr() == b.as_ptr()
+                    || PyAnyMethods::eq(a.bind(py).as_any(), b).unwrap_or(false)
+            });
+        same.then(|| last.outputs.iter().map(|o| o.clone_ref(py)).collect())
+    }
+
+    /// Keeps the session's answer (a bounded number of sessions, as [`crate::hermes::Sessions`]).
+    fn put(
+        &self,
+        py: Python<'_>,
+        session: String,
+        texts: &[Bound<'_, PyString>],
+        key: RewriteKey,
+        outputs: &[Py<PyString>],
+    ) {
+        let mut map = self.lock();
+        if map.len() >= crate::hermes::sessions::SESSIONS && !map.contains_key(&session) {
+            map.clear();
+        }
+        let inputs = texts.iter().map(|t| t.clone().unbind()).collect();
+        let outputs = outputs.iter().map(|o| o.clone_ref(py)).collect();
+        map.insert(
+            session,
+            Rewrite {
+                inputs,
+                key,
+                outputs,
+            },
+        );
+    }
 }
 
 /// What a request told of its session: its tools and toolsets (both, or neither), and its
@@ -400,6 +479,16 @@ fn json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, Failure> {
 }
 
 impl PyIndex {
+    /// The loader `setting` resolves to for this profile ([`crate::hermes::load::loader`]).
+    fn loader_for(&self, setting: &str) -> Result<&'static str, Failure> {
+        let docs = if setting == "auto" {
+            self.live.state()?.docs
+        } else {
+            0
+        };
+        Ok(crate::hermes::load::loader(setting, true, docs))
+    }
+
     /// What the plugin chooses from: the hits of `opts` (which fetches enough to filter),
     /// those the session's `allowed` list holds, then the best `n` within
     /// `min_score_ratio` of the best.
@@ -465,6 +554,7 @@ impl PyIndex {
                 live,
                 semantic_error,
                 sessions: Default::default(),
+                rewrites: Default::default(),
             })
         })
     }
@@ -562,7 +652,7 @@ impl PyIndex {
     /// pairs; when either is known, only listed skills are kept. `4 × inject_k` hits (at
     /// least `k`) are fetched, and copies of one capability fold into one entry that names
     /// the others (`skillidx::select`).
-    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75, allowed=None, session=None))]
+    #[pyo3(signature = (query, k=6, inject_k=None, min_score_ratio=0.25, platform=None, shown=Vec::new(), ranking="default", k1=1.5, b=0.75, allowed=None, session=None, loader="skill_view"))]
     #[allow(clippy::too_many_arguments)]
     fn retrieve(
         &self,
@@ -578,6 +668,7 @@ impl PyIndex {
         b: f64,
         allowed: Option<Vec<(String, String)>>,
         session: Option<String>,
+        loader: &str,
     ) -> PyResult<Option<String>> {
         let allowed = allow_list(&self.sessions, session.as_deref(), allowed);
         let inject_k = inject_k.unwrap_or(k).min(k);
@@ -589,7 +680,8 @@ impl PyIndex {
         detached(py, || {
             let hits =
                 self.plugin_hits(&query, &opts, allowed.as_deref(), inject_k, min_score_ratio)?;
-            Ok(crate::hermes::format_retrieved_block(&hits, &shown))
+            let loader = self.loader_for(loader)?;
+            Ok(crate::hermes::retrieved_block(&hits, &shown, loader))
         })
     }
 
@@ -652,15 +744,18 @@ impl PyIndex {
     /// newlines) for `session`: with `compact`, each `<available_skills>` block rewritten
     /// from what was read (so lines a description forged are gone too): to names only with
     /// `budget` 0, else to fit `budget` tokens (`skillidx::hermes::budget`: `pinned` names
-    /// first, a closing line pointing to `search_tool` when one is registered). Made once
-    /// per reading, so byte-identical while the index, block and session shape hold.
-    #[pyo3(signature = (session, texts, tools=None, toolsets=None, compact=true, platform=None, budget=0, pinned=Vec::new(), search_tool=None))]
+    /// first, a closing line pointing to `search_tool` when one is registered, and to the
+    /// loader `loader` resolves to, see [`PyIndex::loader`]). Made once per reading, so
+    /// byte-identical while the index, block and session shape hold; the same texts as the
+    /// session's last call (the same objects, or equal ones) get that call's answer without
+    /// being copied or read again.
+    #[pyo3(signature = (session, texts, tools=None, toolsets=None, compact=true, platform=None, budget=0, pinned=Vec::new(), search_tool=None, loader="skill_view"))]
     #[allow(clippy::too_many_arguments)]
     fn rewrite_system(
         &self,
         py: Python<'_>,
         session: String,
-        texts: Vec<String>,
+        texts: Vec<Bound<'_, PyString>>,
         tools: Option<Vec<String>>,
         toolsets: Option<Vec<String>>,
         compact: bool,
@@ -668,25 +763,59 @@ impl PyIndex {
         budget: usize,
         pinned: Vec<String>,
         search_tool: Option<String>,
-    ) -> PyResult<Vec<String>> {
-        let shape = shape(tools, toolsets, platform);
-        let budget = crate::hermes::budget::Budget {
-            tokens: budget,
-            pinned,
-            search_tool,
+        loader: &str,
+    ) -> PyResult<Vec<Py<PyString>>> {
+        let state = detached(py, || Ok(self.live.state()?))?;
+        let key = RewriteKey {
+            shape: shape(tools, toolsets, platform),
+            compact,
+            budget: crate::hermes::budget::Budget {
+                tokens: budget,
+                pinned,
+                search_tool,
+                loader: crate::hermes::load::loader(loader, true, state.docs).to_owned(),
+            },
+            state,
         };
-        detached(py, || {
-            Ok(self
-                .sessions
-                .rewrite(&self.live, &session, &texts, shape, compact, &budget)?)
-        })
+        // The session must still have its reading: the allow-list comes from it.
+        if self.sessions.allowed(&session).is_some() {
+            if let Some(same) = self.rewrites.get(py, &session, &texts, &key) {
+                return Ok(same);
+            }
+        }
+        let strings: Vec<String> = texts
+            .iter()
+            .map(|t| t.extract::<String>())
+            .collect::<PyResult<_>>()?;
+        let out = detached(py, || {
+            Ok(self.sessions.rewrite(
+                &self.live,
+                &session,
+                &strings,
+                key.shape.clone(),
+                key.compact,
+                &key.budget,
+            )?)
+        })?;
+        let out: Vec<Py<PyString>> = out.iter().map(|t| PyString::new(py, t).unbind()).collect();
+        self.rewrites.put(py, session, &texts, key, &out);
+        Ok(out)
+    }
+
+    /// The loader a prompt names for `setting` (`auto`, `skill_view` or `skill_load`): with
+    /// `auto`, `skill_load` from [`crate::hermes::load::LOADER_FROM_SKILLS`] offered skills
+    /// on, where Hermes' `skill_view` takes seconds a call.
+    #[pyo3(signature = (setting="auto"))]
+    fn loader(&self, py: Python<'_>, setting: &str) -> PyResult<&'static str> {
+        detached(py, || self.loader_for(setting))
     }
 
     /// The `skills_search` tool's answer for `query`: the skills the injection would choose
     /// from (same floor, session allow-list, ranking and folding), the first `k`, as lines
-    /// naming each skill, the path `skill_view` loads it by and its cleaned description; a
-    /// sentence saying so when nothing matches.
-    #[pyo3(signature = (query, k=6, min_score_ratio=0.25, platform=None, session=None))]
+    /// naming each skill, the path `loader` (see [`PyIndex::loader`]) loads it by and its
+    /// cleaned description; a sentence saying so when nothing matches.
+    #[pyo3(signature = (query, k=6, min_score_ratio=0.25, platform=None, session=None, loader="skill_view"))]
+    #[allow(clippy::too_many_arguments)]
     fn search_tool(
         &self,
         py: Python<'_>,
@@ -695,6 +824,7 @@ impl PyIndex {
         min_score_ratio: f64,
         platform: Option<String>,
         session: Option<String>,
+        loader: &str,
     ) -> PyResult<String> {
         let allowed = allow_list(&self.sessions, session.as_deref(), None);
         let k = k.clamp(1, 20);
@@ -702,7 +832,37 @@ impl PyIndex {
         let opts = options(fetch, platform, "default", 1.5, 0.75, true)?;
         detached(py, || {
             let hits = self.plugin_hits(&query, &opts, allowed.as_deref(), k, min_score_ratio)?;
-            Ok(crate::hermes::format_search_result(&query, &hits))
+            let loader = self.loader_for(loader)?;
+            Ok(crate::hermes::format_search_result(&query, &hits, loader))
+        })
+    }
+
+    /// The `skill_load` tool's answer: the SKILL.md of the skill `name` (an id, name or
+    /// `category/folder` path, as a prompt gave it), or its file `file_path`, cleaned like
+    /// injected text, with its other files listed (`skillidx::hermes::load`). Only a skill
+    /// offered in the session (its allow-list, else the engine's rules) loads; an unknown or
+    /// ambiguous name gets a sentence saying what to do.
+    #[pyo3(signature = (name, file_path=None, platform=None, session=None))]
+    fn load_tool(
+        &self,
+        py: Python<'_>,
+        name: String,
+        file_path: Option<String>,
+        platform: Option<String>,
+        session: Option<String>,
+    ) -> PyResult<String> {
+        let allowed = allow_list(&self.sessions, session.as_deref(), None);
+        let opts = options(1, platform, "default", 1.5, 0.75, false)?;
+        detached(py, || {
+            let mut named = self.live.named(name.trim(), &opts)?;
+            if let Some(allowed) = &allowed {
+                named.retain(|h| crate::hermes::hit_allowed(h, allowed));
+            }
+            Ok(crate::hermes::load::answer(
+                &named,
+                name.trim(),
+                file_path.as_deref(),
+            ))
         })
     }
 
@@ -788,16 +948,17 @@ fn is_chit_chat(text: &str) -> PyResult<bool> {
 
 /// The retrieved-skills block for `hits` (seed format); `None` for no hits.
 #[pyfunction]
-#[pyo3(signature = (hits, shown=Vec::new()))]
+#[pyo3(signature = (hits, shown=Vec::new(), loader="skill_view"))]
 fn format_retrieved_block(
     hits: Vec<PyRef<'_, PyHit>>,
     shown: Vec<String>,
+    loader: &str,
 ) -> PyResult<Option<String>> {
     let hits: Vec<crate::search::Hit> = hits
         .iter()
         .map(|h| crate::search::Hit::from(&**h))
         .collect();
-    guarded(|| Ok(crate::hermes::format_retrieved_block(&hits, &shown))).map_err(PyErr::from)
+    guarded(|| Ok(crate::hermes::retrieved_block(&hits, &shown, loader))).map_err(PyErr::from)
 }
 
 /// The ids described by the retrieved-skills blocks in `text`.

@@ -473,6 +473,8 @@ pub struct IndexState {
     pub generation: u64,
     /// When the sync that committed it started (ns since the epoch).
     pub synced_at_ns: i64,
+    /// How many skills the profile offers (before any session's rules).
+    pub docs: u32,
 }
 
 impl IndexState {
@@ -480,6 +482,7 @@ impl IndexState {
         IndexState {
             generation: stats.generation,
             synced_at_ns: stats.synced_at_ns,
+            docs: stats.docs,
         }
     }
 }
@@ -781,6 +784,14 @@ impl LiveIndex {
             .with_view(|store, txn| Snapshot::open(store, txn, profile)?.search(query, &opts))
     }
 
+    /// The offered skills `name` may mean ([`Snapshot::named`]), from the latest snapshot.
+    pub fn named(&self, name: &str, opts: &SearchOptions) -> Result<Vec<Hit>, Error> {
+        let profile = &self.inner.profile.name;
+        let opts = self.with_session(opts);
+        self.inner
+            .with_view(|store, txn| Snapshot::open(store, txn, profile)?.named(name, &opts))
+    }
+
     /// Why `skill` scores what it does for `query`, from the latest snapshot.
     pub fn explain(
         &self,
@@ -802,6 +813,20 @@ impl LiveIndex {
         self.inner.with_view(|store, txn| {
             let snap = Snapshot::open(store, txn, profile)?;
             Ok((IndexState::of(snap.stats()), snap.offered(session)?))
+        })
+    }
+
+    /// [`LiveIndex::offered`] with the name of every skill the profile holds, offered or
+    /// not ([`Snapshot::offered_and_indexed`]).
+    pub fn offered_and_indexed(
+        &self,
+        session: &Session,
+    ) -> Result<(IndexState, Vec<Offered>, rustc_hash::FxHashSet<String>), Error> {
+        let profile = &self.inner.profile.name;
+        self.inner.with_view(|store, txn| {
+            let snap = Snapshot::open(store, txn, profile)?;
+            let (offered, indexed) = snap.offered_and_indexed(session)?;
+            Ok((IndexState::of(snap.stats()), offered, indexed))
         })
     }
 

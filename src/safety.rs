@@ -782,6 +782,36 @@ pub fn inline(text: &str) -> String {
     }
 }
 
+/// A whole skill file made safe to hand to the model as a tool result (`skill_load`): its
+/// lines as written, minus control and invisible characters (a tab stays), and every line
+/// a [`flags`] span touches replaced by [`REMOVED`], since the words around an injection
+/// were written for it. Markup stays: a file's code and headings are what the model needs.
+/// Also returns how many lines were withheld.
+pub fn document(text: &str) -> (String, usize) {
+    let text: String = text
+        .chars()
+        .filter(|&c| c == '\n' || c == '\t' || !(c.is_control() || is_invisible(c)))
+        .collect();
+    let spans = flags(&text);
+    let mut out = String::with_capacity(text.len());
+    let mut withheld = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let end = at + line.len();
+        if spans.iter().any(|f| f.start < end && f.end > at) {
+            out.push_str(REMOVED);
+            if line.ends_with('\n') {
+                out.push('\n');
+            }
+            withheld += 1;
+        } else {
+            out.push_str(line);
+        }
+        at = end;
+    }
+    (out, withheld)
+}
+
 /// Characters and markup that could leave the line or the list item.
 fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

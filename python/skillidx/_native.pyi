@@ -200,9 +200,11 @@ class Index:
         b: float = 0.75,
         allowed: Optional[Sequence[Tuple[str, str]]] = None,
         session: Optional[str] = None,
+        loader: Loader = "skill_view",
     ) -> Optional[str]:
         """The block the plugin injects; with ``session`` (after ``allow``) or ``allowed``,
-        only skills the session's block lists."""
+        only skills the session's block lists. Its second line names the loader ``loader``
+        resolves to (see ``loader``)."""
     def allow(
         self,
         session: str,
@@ -225,11 +227,26 @@ class Index:
         budget: int = 0,
         pinned: Sequence[str] = (),
         search_tool: Optional[str] = None,
+        loader: Loader = "skill_view",
     ) -> List[str]:
         """``allow`` over the request's system texts (joined by newlines), then, with
         ``compact``, each ``<available_skills>`` block rewritten from what was read: to names
         only with ``budget`` 0, else to fit ``budget`` tokens (``pinned`` names first, a
-        closing line pointing to ``search_tool``). Made once per reading."""
+        closing line pointing to ``search_tool`` and the loader). Made once per reading; the
+        same string objects as the session's last call get that call's answer at once."""
+    def loader(self, setting: Loader = "auto") -> Literal["skill_view", "skill_load"]:
+        """The loader prompts name: with ``auto``, ``skill_load`` from 5,000 offered skills
+        on (Hermes' ``skill_view`` walks every skill on each call), else ``skill_view``."""
+    def load_tool(
+        self,
+        name: str,
+        file_path: Optional[str] = None,
+        platform: Optional[str] = None,
+        session: Optional[str] = None,
+    ) -> str:
+        """The ``skill_load`` tool's answer: the SKILL.md (or ``file_path``, one of its files)
+        of the offered skill ``name`` (id, name or ``category/folder``), cleaned like injected
+        text, with its other files listed; or a sentence saying why not."""
     def search_tool(
         self,
         query: str,
@@ -237,6 +254,7 @@ class Index:
         min_score_ratio: float = 0.25,
         platform: Optional[str] = None,
         session: Optional[str] = None,
+        loader: Loader = "skill_view",
     ) -> str:
         """The ``skills_search`` tool's answer: the injection's choice for ``query`` (floor,
         the session's allow-list, folding), the first ``k`` (1-20), or a sentence saying
@@ -272,10 +290,13 @@ class Index:
 
 def compact_available_skills(text: str) -> str: ...
 def is_chit_chat(text: str) -> bool: ...
-def format_retrieved_block(hits: Sequence[Hit], shown: Sequence[str] = ...) -> Optional[str]: ...
+def format_retrieved_block(
+    hits: Sequence[Hit], shown: Sequence[str] = ..., loader: Loader = "skill_view"
+) -> Optional[str]: ...
 def injected_ids(text: str) -> List[str]: ...
 def main(argv: List[str]) -> int: ...
 
+Loader = Literal["auto", "skill_view", "skill_load"]
 RerankOutcome = Literal[
     "ok", "skipped", "no_key", "timeout", "http_error", "network_error", "bad_reply", "error"
 ]

@@ -39,6 +39,9 @@ pub struct Budget {
     pub pinned: Vec<String>,
     /// The name of the search tool the closing line points to, when one is registered.
     pub search_tool: Option<String>,
+    /// The loader the closing line points to ([`super::load::loader`]; empty:
+    /// `skill_view`).
+    pub loader: String,
 }
 
 /// What Hermes recorded of each skill's use (`<profile home>/skills/.usage.json`, written by
@@ -185,8 +188,12 @@ fn closing_line(not_listed: usize, budget: &Budget) -> String {
         Some(tool) => format!("call {tool}(query) with what the task needs to find one, then "),
         None => String::new(),
     };
+    let loader = match budget.loader.as_str() {
+        "" => super::load::SKILL_VIEW,
+        named => named,
+    };
     format!(
-        "{} more skills are not listed here: {find}load it with skill_view(name), using the \
+        "{} more skills are not listed here: {find}load it with {loader}(name), using the \
          category/folder path shown for it when a name is ambiguous.",
         thousands(not_listed)
     )
@@ -269,6 +276,7 @@ mod tests {
                     names: (0..*n).map(|i| format!("{c}-skill-{i:05}")).collect(),
                 })
                 .collect(),
+            unexplained: 0,
         }
     }
 
@@ -277,6 +285,7 @@ mod tests {
             tokens,
             pinned: Vec::new(),
             search_tool: Some("skills_search".into()),
+            loader: String::new(),
         }
     }
 

@@ -28,8 +28,24 @@ pub const PLUGIN_FILES: [(&str, &str); 2] = [
 
 /// The first line of the injected block.
 pub const BLOCK_HEADING: &str = "## Retrieved Skills (top-K relevant to your query)";
-/// The second line of the injected block.
+/// The second line of the injected block, when it points to Hermes' `skill_view`.
 pub const BLOCK_INTRO: &str = "Load any of these with skill_view(name) if relevant:";
+/// The second line when the block points to skillidx's loader ([`load::SKILL_LOAD`]).
+pub const BLOCK_INTRO_SKILL_LOAD: &str = "Load any of these with skill_load(name) if relevant:";
+
+/// The second line of a block pointing to `loader`.
+fn block_intro(loader: &str) -> &'static str {
+    if loader == load::SKILL_LOAD {
+        BLOCK_INTRO_SKILL_LOAD
+    } else {
+        BLOCK_INTRO
+    }
+}
+
+/// Whether `line` is the second line of an injected block (for either loader).
+fn is_block_intro(line: &str) -> bool {
+    line == BLOCK_INTRO || line == BLOCK_INTRO_SKILL_LOAD
+}
 /// Descriptions in the block are cut to this many characters.
 pub const DESCRIPTION_CHARS: usize = 200;
 /// The default share of the best score a hit needs to be injected.
@@ -79,7 +95,7 @@ fn location_label(hit: &Hit) -> String {
 }
 
 /// [`location_label`] of a skill at `path` in `category`.
-fn label_of(path: &str, id: &str, category: &str) -> String {
+pub(crate) fn label_of(path: &str, id: &str, category: &str) -> String {
     let dir = safety::label(skill_dir(path, id));
     let category = safety::label(category);
     if category.is_empty() || category == "general" || category == dir {
@@ -112,21 +128,26 @@ fn label_of(path: &str, id: &str, category: &str) -> String {
 /// withheld whole when they hold an injection pattern ([`safety::REMOVED`]). Nothing a skill holds can end
 /// the item, add a line, or fake the heading or a tag.
 pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> {
+    retrieved_block(hits, shown, load::SKILL_VIEW)
+}
+
+/// [`format_retrieved_block`] pointing to `loader` ([`load::loader`]) in its second line.
+pub fn retrieved_block(hits: &[Hit], shown: &[String], loader: &str) -> Option<String> {
     let mut lines = vec![
         BLOCK_HEADING.to_owned(),
-        BLOCK_INTRO.to_owned(),
+        block_intro(loader).to_owned(),
         String::new(),
     ];
     entry_lines(hits, shown, &mut lines).then(|| lines.join("\n"))
 }
 
 /// The answer of the `skills_search` tool: the entries of [`format_retrieved_block`] under
-/// a line naming the query (cleaned like a description), or a sentence saying nothing
-/// matched.
-pub fn format_search_result(query: &str, hits: &[Hit]) -> String {
+/// a line naming the query (cleaned like a description) and the `loader` to load one with,
+/// or a sentence saying nothing matched.
+pub fn format_search_result(query: &str, hits: &[Hit], loader: &str) -> String {
     let query = truncate_description(&inline_cached(query));
     let mut lines = vec![format!(
-        "Installed skills matching \"{query}\" (load one with skill_view, by its name or \
+        "Installed skills matching \"{query}\" (load one with {loader}, by its name or \
          the path in parentheses):"
     )];
     if entry_lines(hits, &[], &mut lines) {
@@ -245,7 +266,7 @@ pub fn injected_ids(text: &str) -> Vec<String> {
         if !in_block {
             continue;
         }
-        if line == BLOCK_INTRO || line.is_empty() || line.starts_with(ALTERNATIVES_PREFIX) {
+        if is_block_intro(line) || line.is_empty() || line.starts_with(ALTERNATIVES_PREFIX) {
             continue;
         }
         match line.strip_prefix("- **").and_then(|r| r.split_once("** (")) {
@@ -343,8 +364,8 @@ pub fn filter_retrieved_blocks(text: &str, allowed: &Allowed, inject_k: usize) -
         }
         let mut head = vec![lines[i].to_owned()];
         let mut j = i + 1;
-        if lines.get(j) == Some(&BLOCK_INTRO) {
-            head.push(BLOCK_INTRO.to_owned());
+        if let Some(intro) = lines.get(j).filter(|l| is_block_intro(l)) {
+            head.push((*intro).to_owned());
             j += 1;
         }
         if lines.get(j) == Some(&"") {
@@ -404,6 +425,7 @@ pub fn filter_retrieved_blocks(text: &str, allowed: &Allowed, inject_k: usize) -
 pub mod budget;
 mod install;
 pub mod listing;
+pub mod load;
 pub mod sessions;
 mod status;
 pub use install::{

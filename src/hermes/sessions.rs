@@ -113,8 +113,9 @@ impl Sessions {
     /// allow-list ([`Sessions::allow`] of the texts joined by newlines), and, with
     /// `compact`, each block rewritten to names only ([`Block::names_only`]), or to fit
     /// `budget` when it has one ([`budget::budgeted`], made once per reading). A block read
-    /// as listing nothing, or texts whose blocks cannot be matched with those read, are left
-    /// as they are: compaction only saves tokens.
+    /// as listing nothing, a block listing entries the engine cannot explain
+    /// ([`Block::unexplained`]), or texts whose blocks cannot be matched with those read, are
+    /// left as they are: compaction only saves tokens, and never loses a listed skill.
     pub fn rewrite(
         &self,
         live: &LiveIndex,
@@ -139,7 +140,9 @@ impl Sessions {
                 for (start, end) in block_insides(t) {
                     out.push_str(&t[at..start]);
                     match blocks.next() {
-                        Some((b, inside)) if !b.groups.is_empty() => out.push_str(inside),
+                        Some((b, inside)) if !b.groups.is_empty() && b.unexplained == 0 => {
+                            out.push_str(inside)
+                        }
                         _ => out.push_str(&t[start..end]),
                     }
                     at = end;
@@ -230,8 +233,8 @@ fn read(live: &LiveIndex, key: Key, system: &str) -> Result<Reading, Error> {
     if let Some(platform) = &key.shape.platform {
         session.platform = Some(platform.clone());
     }
-    let (state, offered) = live.offered(&session)?;
-    let blocks = listing::read(system, &offered);
+    let (state, offered, indexed) = live.offered_and_indexed(&session)?;
+    let blocks = listing::read(system, &offered, &indexed);
     let allowed = Arc::new(listing::allowed(&blocks));
     Ok(Reading {
         key: Key { state, ..key },

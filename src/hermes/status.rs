@@ -216,6 +216,7 @@ fn listing_tokens(
         tokens,
         pinned: Vec::new(),
         search_tool: Some("skills_search".into()),
+        loader: super::load::loader("auto", true, offered.len() as u32).to_owned(),
     };
     ListingTokens {
         names_only: estimate_tokens(&block.names_only()),

@@ -40,6 +40,7 @@ mod explain;
 mod intent;
 mod intent_words;
 mod maxscore;
+mod named;
 mod plan;
 mod proximity;
 mod query;
@@ -661,22 +662,36 @@ impl<'s> Snapshot<'s> {
     /// What `<available_skills>` lists in `session`: every skill offered, by category and
     /// name, as Hermes' `build_skills_system_prompt()` would list it.
     pub fn offered(&self, session: &Session) -> Result<Vec<Offered>, StoreError> {
+        Ok(self.offered_and_indexed(session)?.0)
+    }
+
+    /// [`Snapshot::offered`], and the name of every skill the profile holds, offered or
+    /// not: a reader of Hermes' block tells an entry the engine leaves out from one it has
+    /// never seen.
+    pub fn offered_and_indexed(
+        &self,
+        session: &Session,
+    ) -> Result<(Vec<Offered>, FxHashSet<String>), StoreError> {
         let hidden = self.hidden(session);
-        let mut out: Vec<Offered> = self
-            .all_docs()?
-            .into_iter()
-            .filter(|(d, h, _)| h.inactive.is_none() && !hidden.contains(d))
-            .map(|(d, h, b)| Offered {
+        let mut names = FxHashSet::default();
+        let mut out = Vec::new();
+        for (d, h, b) in self.all_docs()? {
+            if h.inactive.is_some() || hidden.contains(&d) {
+                names.insert(h.name);
+                continue;
+            }
+            names.insert(h.name.clone());
+            out.push(Offered {
                 category: b.category,
                 name: h.name,
                 id: h.id,
                 path: h.key,
                 description: b.description,
                 doc: d,
-            })
-            .collect();
+            });
+        }
         out.sort();
-        Ok(out)
+        Ok((out, names))
     }
 
     /// The collection statistics with the documents hidden in the session of `opts` left

@@ -7,19 +7,27 @@ it gave."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
 from conftest import write_skill
-from test_hermes_e2e import _agent, block_of, run_turn, run_turn_requests, texts
+from test_hermes_e2e import SKILLIDX, _agent, block_of, run_turn, run_turn_requests, texts
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpus" / "skills"
 CLOSING = "more skills are not listed here"
+HUB = REPO.parent / "shared" / "corpus" / "hub" / "hub-90k.jsonl.gz"
+# The 93k-skill turns take about 90 s (the home is written out, indexed, and Hermes builds
+# its 7 MB block); SKILLIDX_HUB_TURNS=0 skips them in a quick local run.
+HUB_TURNS = os.environ.get("SKILLIDX_HUB_TURNS", "1") != "0"
 
 
 def estimate_tokens(text: str) -> int:
@@ -47,6 +55,25 @@ def agent(tmp_path_factory: pytest.TempPathFactory):
     a["stub"].close()
 
 
+def first_hit_loaded_with(tool: str):
+    """A scripted model step: loads the first hit of the last tool result with `tool`."""
+    def step(body: Dict[str, Any]) -> Dict[str, Any]:
+        result = [m for m in body["messages"] if m.get("role") == "tool"][-1]["content"]
+        path = re.search(r"^- \*\*[^*]+\*\* \(([^)]+)\)", result, re.M).group(1)
+        return {"tool": tool, "arguments": {"name": path}}
+    return step
+
+
+def tool_results(request: Dict[str, Any]) -> List[str]:
+    return [m["content"] for m in request["messages"] if m.get("role") == "tool"]
+
+
+def timings(agent: Dict[str, Any], kind: str) -> List[float]:
+    path = agent["base"] / "timings.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [r["ms"] for r in rows if r.get("kind") == kind]
+
+
 def test_a_small_budget_lists_some_names_and_points_to_the_search_tool(agent: Dict[str, Any]) -> None:
     first = run_turn(agent, "how do I clean up docker images?", SKILL_RETRIEVAL_INDEX_BUDGET="200")
     second = run_turn(agent, "and kubernetes pods?", SKILL_RETRIEVAL_INDEX_BUDGET="200")
@@ -70,14 +97,8 @@ def test_the_model_finds_an_unlisted_skill_and_loads_it_by_the_path_the_search_g
     agent: Dict[str, Any],
 ) -> None:
     stub = agent["stub"]
-
-    def load_first_hit(body: Dict[str, Any]) -> Dict[str, Any]:
-        result = [m for m in body["messages"] if m.get("role") == "tool"][-1]["content"]
-        path = re.search(r"^- \*\*[^*]+\*\* \(([^)]+)\)", result, re.M).group(1)
-        return {"tool": "skill_view", "arguments": {"name": path}}
-
     stub.script = [{"tool": "skills_search", "arguments": {"query": "quokka survey"}},
-                   load_first_hit, "done"]
+                   first_hit_loaded_with("skill_view"), "done"]
     sent = run_turn_requests(agent, "hi", SKILL_RETRIEVAL_INDEX_BUDGET="200")
     assert not stub.script and len(sent) == 3, [m.get("role") for m in sent[-1]["messages"]]
     block = block_of(texts(sent[0])[0])
@@ -86,6 +107,26 @@ def test_the_model_finds_an_unlisted_skill_and_loads_it_by_the_path_the_search_g
     assert "- **zz-quokka-census** (gen3/zz-quokka)" in found, found
     loaded = [m for m in sent[2]["messages"] if m.get("role") == "tool"][-1]["content"]
     assert '"success": true' in loaded and "# zz-quokka-census" in loaded, loaded
+
+
+def test_skill_load_finds_and_loads_an_unlisted_skill_when_asked_for(agent: Dict[str, Any]) -> None:
+    stub = agent["stub"]
+    stub.script = [{"tool": "skills_search", "arguments": {"query": "quokka survey"}},
+                   first_hit_loaded_with("skill_load"), "done"]
+    sent = run_turn_requests(agent, "hi", SKILL_RETRIEVAL_INDEX_BUDGET="200",
+                             SKILL_RETRIEVAL_LOADER="skill_load")
+    assert not stub.script and len(sent) == 3
+    assert {"skills_search", "skill_load"} <= set(tool_names(sent[0])), tool_names(sent[0])
+    block = block_of(texts(sent[0])[0])
+    assert "load it with skill_load(name)" in block, block
+    assert "load one with skill_load" in tool_results(sent[1])[-1]
+    loaded = tool_results(sent[2])[-1]
+    assert loaded.startswith("Skill **zz-quokka-census** (gen3/zz-quokka), SKILL.md:"), loaded
+    assert "# zz-quokka-census" in loaded, loaded
+    # Off: not offered, and prompts name skill_view.
+    off = run_turn(agent, "docker images", SKILL_RETRIEVAL_LOADER="skill_view",
+                   SKILL_RETRIEVAL_INDEX_BUDGET="200")
+    assert "skill_load" not in tool_names(off) and "load it with skill_view(name)" in block_of(texts(off)[0])
 
 
 def test_the_search_tool_says_so_when_nothing_matches(agent: Dict[str, Any]) -> None:
@@ -116,5 +157,67 @@ def test_budgets_hold_on_the_shared_corpus(tmp_path_factory: pytest.TempPathFact
         # (names only: about 70,000 at this size).
         assert sizes["1500"] <= 20_000, sizes
         print(json.dumps({"system_chars_by_budget": sizes}))
+    finally:
+        a["stub"].close()
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not beside this checkout")
+def test_hermes_own_171_skills_keep_their_names_only_block(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Hermes' own skills (171 in the corpus): names only fit the default budget, so the
+    listing is today's names-only block, the same on every turn, with the tool beside it."""
+    a = _agent(tmp_path_factory)
+    try:
+        shutil.rmtree(a["home"] / "skills")
+        shutil.copytree(CORPUS / "nousresearch-hermes-agent", a["home"] / "skills", symlinks=True)
+        first = run_turn(a, "convert a pdf to markdown")
+        block = block_of(texts(first)[0])
+        assert CLOSING not in block and estimate_tokens(block) <= 1500, estimate_tokens(block)
+        assert block == block_of(texts(run_turn(a, "write a haiku"))[0])
+        assert block == block_of(texts(run_turn(a, "x", SKILL_RETRIEVAL_INDEX_BUDGET="0"))[0])
+        assert "skills_search" in tool_names(first)
+        print(json.dumps({"skills_171_system_chars": len(texts(first)[0]),
+                          "block_tokens": estimate_tokens(block)}))
+    finally:
+        a["stub"].close()
+
+
+@pytest.mark.skipif(not HUB_TURNS, reason="SKILLIDX_HUB_TURNS=0 skips the 93k-skill turns")
+@pytest.mark.skipif(not (CORPUS.is_dir() and HUB.exists()), reason="the shared corpus is not here")
+def test_budget_search_and_load_hold_at_hub_scale(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """~93,000 skills (the corpus and the hub metadata written out by the repository's
+    script): the listing fits its budget and holds between turns, the tools are offered,
+    and a skill the listing leaves out is found and loaded with skill_load, by path."""
+    a = _agent(tmp_path_factory)
+    try:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, str(REPO / "benches" / "make_scale_home.py"),
+                        str(a["home"]), "--force"], check=True, capture_output=True, timeout=900)
+        written = time.perf_counter() - started
+        r = subprocess.run([str(SKILLIDX), "sync", "--home", str(a["home"])],
+                           capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr
+        synced = time.perf_counter() - started - written
+        stub = a["stub"]
+        stub.script = [{"tool": "skills_search", "arguments": {"query": "convert a pdf to markdown"}},
+                       first_hit_loaded_with("skill_load"), "done"]
+        turn = time.perf_counter()
+        sent = run_turn_requests(a, "hi")
+        first_turn = time.perf_counter() - turn
+        assert not stub.script and len(sent) == 3
+        system, _ = texts(sent[0])
+        block = block_of(system)
+        assert estimate_tokens(block) <= 1500 and len(system) <= 20_000, (len(block), len(system))
+        assert CLOSING in block and "load it with skill_load(name)" in block, block[-300:]
+        assert {"skills_search", "skill_load"} <= set(tool_names(sent[0]))
+        found = tool_results(sent[1])[-1]
+        assert found.startswith("Installed skills matching"), found
+        loaded = tool_results(sent[2])[-1]
+        assert loaded.startswith("Skill **") and "SKILL.md:" in loaded.split("\n")[0], loaded[:300]
+        again = run_turn(a, "write a haiku about spring")
+        assert block_of(texts(again)[0]) == block, "the listing changed between turns"
+        print(json.dumps({"home_written_s": round(written, 1), "synced_s": round(synced, 1),
+                          "first_turn_s": round(first_turn, 1), "system_chars": len(system),
+                          "skill_load_ms": timings(a, "skill_load"),
+                          "skills_search_ms": timings(a, "skills_search")}))
     finally:
         a["stub"].close()

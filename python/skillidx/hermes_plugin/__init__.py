@@ -25,7 +25,10 @@ capped at it), ``SKILL_RETRIEVAL_MIN_SCORE_RATIO`` (0.25), ``SKILL_RETRIEVAL_K1`
 plugin's plain BM25), ``SKILL_RETRIEVAL_COMPACT`` (1), ``SKILL_RETRIEVAL_INDEX_BUDGET`` (1500: the
 rewritten ``<available_skills>`` fits this many tokens at any skill count; 0: names only),
 ``SKILL_RETRIEVAL_PINNED`` (comma-separated names listed first), ``SKILL_RETRIEVAL_SEARCH_TOOL``
-(1: the ``skills_search`` tool, in Hermes' ``skills`` toolset), and
+(1: the ``skills_search`` tool, in Hermes' ``skills`` toolset), ``SKILL_RETRIEVAL_LOADER``
+(``auto``: the ``skill_load`` tool is registered and prompts point to it from 5,000 offered skills
+on, where Hermes' ``skill_view`` takes seconds a call; ``skill_load`` always; ``skill_view``: not
+registered, prompts name ``skill_view``), and
 ``SKILL_RETRIEVAL_TIMING_LOG`` (a file to append one JSON line per hook/middleware call with
 its duration; Hermes ``-z`` switches logging off, so this is how the per-turn cost is read), and
 ``SKILL_RETRIEVAL_SEMANTIC`` (0; 1 turns the local semantic stage on: background syncs embed the
@@ -119,6 +122,8 @@ class _Settings:
             "no",
             "off",
         )
+        loader = os.environ.get("SKILL_RETRIEVAL_LOADER", "auto").strip().lower()
+        self.loader = loader if loader in ("auto", "skill_view", "skill_load") else "auto"
         self.timing_log = os.environ.get("SKILL_RETRIEVAL_TIMING_LOG", "").strip() or None
         self.semantic = os.environ.get("SKILL_RETRIEVAL_SEMANTIC", "0").strip().lower() in (
             "1",
@@ -339,7 +344,8 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
                                             platform=_session_platform(),
                                             budget=_settings.index_budget,
                                             pinned=_settings.pinned,
-                                            search_tool=_search_tool_name))
+                                            search_tool=_search_tool_name,
+                                            loader=_loader_setting()))
             edits += [(c, key, _replaced(c.get(key), new)) for c, key in slots]
         k = _settings.inject_k
 
@@ -388,7 +394,7 @@ _SEARCH_SCHEMA: Dict[str, Any] = {
         "Search the installed skills by what the task needs. Use it when the skill you need is "
         "not among those listed in <available_skills> or shown under Retrieved Skills: the "
         "listing names only some of the installed skills. Returns matching skills with their "
-        "descriptions and the name or path to load each with skill_view."
+        "descriptions and the name or path to load each by."
     ),
     "parameters": {
         "type": "object",
@@ -423,7 +429,8 @@ def _on_skills_search(args: Any = None, **kw: Any) -> str:
         session = kw.get("session_id")
         return index.search_tool(query, k=k, min_score_ratio=_settings.min_score_ratio,
                                  platform=_session_platform(),
-                                 session=session if isinstance(session, str) else None)
+                                 session=session if isinstance(session, str) else None,
+                                 loader=_loader_setting())
     except Exception as exc:
         _problem("search_tool", exc, "skills_search failed: %s")
         return json.dumps({"error": f"skills_search failed: {exc}"})
@@ -444,6 +451,75 @@ def _register_search_tool(ctx: Any) -> None:
         _search_tool_name = _SEARCH_TOOL
     except Exception as exc:
         _problem("search_tool", exc, "skills_search could not be registered: %s")
+
+
+# -- the skill_load tool: a skill's files by the id the index gave, in milliseconds ------------
+
+_LOAD_TOOL = "skill_load"
+# Set by ``register`` when Hermes took the tool; prompts may then point to it.
+_load_tool_name: Optional[str] = None
+
+_LOAD_SCHEMA: Dict[str, Any] = {
+    "name": _LOAD_TOOL,
+    "description": (
+        "Load an installed skill's full instructions (its SKILL.md) by the name or the path in "
+        "parentheses that the skill listing, the Retrieved Skills block or skills_search gave. "
+        "Pass file_path to read one of the skill's other files. Fast on large skill "
+        "collections, where skill_view can take seconds."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The skill's name or category/folder path."},
+            "file_path": {
+                "type": "string",
+                "description": "Optional: a file of the skill, relative to its folder "
+                               "(e.g. references/api.md).",
+            },
+        },
+        "required": ["name"],
+    },
+}
+
+
+def _loader_setting() -> str:
+    """The loader prompts may name: ``skill_view`` unless ``skill_load`` was registered."""
+    return _settings.loader if _load_tool_name else "skill_view"
+
+
+def _on_skill_load(args: Any = None, **kw: Any) -> str:
+    started = time.perf_counter()
+    try:
+        name = args.get("name") if isinstance(args, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            return json.dumps({"error": "skill_load needs a non-empty 'name' string"})
+        file_path = args.get("file_path")
+        index = _get_index()
+        if index is None:
+            return json.dumps({"error": "the skill index is not available; use skill_view"})
+        session = kw.get("session_id")
+        return index.load_tool(name, file_path=file_path if isinstance(file_path, str) else None,
+                               platform=_session_platform(),
+                               session=session if isinstance(session, str) else None)
+    except Exception as exc:
+        _problem("load_tool", exc, "skill_load failed: %s")
+        return json.dumps({"error": f"skill_load failed: {exc}"})
+    finally:
+        _timing("skill_load", started)
+
+
+def _register_load_tool(ctx: Any) -> None:
+    """Offers ``skill_load`` beside ``skill_view`` in Hermes' ``skills`` toolset."""
+    global _load_tool_name
+    if _settings.loader == "skill_view" or not hasattr(ctx, "register_tool"):
+        return
+    try:
+        ctx.register_tool(name=_LOAD_TOOL, toolset="skills", schema=_LOAD_SCHEMA,
+                          handler=_on_skill_load, description=_LOAD_SCHEMA["description"],
+                          emoji="📖")
+        _load_tool_name = _LOAD_TOOL
+    except Exception as exc:
+        _problem("load_tool", exc, "skill_load could not be registered: %s")
 
 
 # -- phase 2: retrieved skills appended to the user message ---------------------------------
@@ -507,6 +583,7 @@ def _on_pre_llm_call(
             # Turn 2 on: only what Hermes' block lists (over-fetched). Turn 1: the engine's
             # own rules; the llm_request middleware then makes the request exact.
             session=session_id if isinstance(session_id, str) else None,
+            loader=_loader_setting(),
         )
         _resolved("index")
         return {"context": block} if block else None
@@ -668,7 +745,8 @@ def _reranked_block(index: Any, message: str, history: Any, session_id: Any) -> 
         _resolved("rerank_log")
     except Exception as exc:
         _problem("rerank_log", exc, "Skill retrieval reranker log not written: %s")
-    return _native.format_retrieved_block(ordered[: _settings.inject_k], _shown_earlier(history))
+    return _native.format_retrieved_block(ordered[: _settings.inject_k], _shown_earlier(history),
+                                          loader=index.loader(_loader_setting()))
 
 
 # -- registration --------------------------------------------------------------------------
@@ -727,6 +805,7 @@ def register(ctx: Any) -> None:
 
     ctx.register_hook("pre_llm_call", _on_pre_llm_call)
     _register_search_tool(ctx)
+    _register_load_tool(ctx)
     if _rerank is not None:
         logger.info("Skill retrieval reranker on (%s at %s, top %d, timeout %gs%s)", _rerank.model,
                     _rerank.url, _rerank.top_n, _rerank.timeout,
