@@ -25,12 +25,41 @@ pub fn field_texts(skill: &Skill) -> [(Field, String); FIELD_COUNT] {
         .join(" ");
     [
         (Field::Name, skill.name.clone()),
-        (Field::Description, skill.description.clone()),
+        (Field::Description, indexed_description(skill).to_owned()),
         (Field::Keywords, keywords),
         (Field::Category, skill.category.clone()),
         (Field::Body, skill.body.clone()),
         (Field::Seed, skill.seed_text()),
     ]
+}
+
+/// Whether a description says only where the skill was listed, not what it does: a hub's
+/// stand-in (`Indexed by skills.sh from owner/repo`, 19,761 of the 90,711 hub records) or a
+/// bare `owner/repo` path (714 more). Its words (`skills`, `code`, `templates`, the owner's
+/// name) match requests that have nothing to do with the skill, so such a description is
+/// not indexed for the default ranking; the skill is found by its name, tags and body. The
+/// seed field keeps it: the seed ranking reproduces the seed plugin.
+pub fn is_provenance_only(description: &str) -> bool {
+    let d = description.trim();
+    let rest = match d.strip_prefix("Indexed by ") {
+        Some(r) => match r.split_once(" from ") {
+            Some((by, source)) if !by.contains(char::is_whitespace) => source.trim(),
+            _ => return false,
+        },
+        None => d,
+    };
+    // A path or address: ASCII, no spaces (a Chinese or Japanese sentence has no spaces
+    // either, and may hold a `/`).
+    rest.contains('/') && rest.chars().all(|c| c.is_ascii_graphic())
+}
+
+/// The description as the default ranking indexes it: empty when it is provenance only.
+pub fn indexed_description(skill: &Skill) -> &str {
+    if is_provenance_only(&skill.description) {
+        ""
+    } else {
+        &skill.description
+    }
 }
 
 /// A tokenizer or analyzer, calling back with each term.
@@ -105,6 +134,41 @@ mod tests {
         assert_eq!(name, "pdf to markdown");
         assert_eq!(description, "convert pdf pdf file");
         assert_eq!(word_order("", "用python写脚本").1, "用 python 写脚 脚本");
+    }
+
+    #[test]
+    fn a_description_that_only_names_its_source_is_not_indexed() {
+        for d in [
+            "Indexed by skills.sh from davila7/claude-code-templates",
+            " acme/skills ",
+            "Indexed by hub.example from https://github.com/a/b",
+        ] {
+            assert!(is_provenance_only(d), "{d}");
+        }
+        for d in [
+            "",
+            "Indexed by skills.sh",
+            "Convert a/b test results",
+            "Indexed by the team from a/b",
+            "Indexed by skills.sh from a/b: converts PDFs",
+            "n/a",
+        ] {
+            assert_eq!(is_provenance_only(d), d == "n/a", "{d}");
+        }
+        let loc = Location {
+            origin: Origin::Local,
+            rel: vec!["x".into(), "y".into(), "SKILL.md".into()],
+        };
+        let s = parse_text(
+            "---\nname: code-review\ndescription: Indexed by skills.sh from o/claude-code\n---\n",
+            &loc,
+        );
+        let a = analyze(&s);
+        assert_eq!(a.lens[Field::Description as usize], 0);
+        assert!(
+            a.lens[Field::Seed as usize] > 2,
+            "the seed document keeps it"
+        );
     }
 
     #[test]

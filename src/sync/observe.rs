@@ -5,7 +5,7 @@
 //! [`MAX_FILE_BYTES`], never a FIFO), hashed with blake3, and parsed and analysed only when
 //! the hash differs from the base's. Files are observed in parallel (rayon).
 
-use crate::analyze::{analyze, word_order, Analyzed};
+use crate::analyze::{analyze, indexed_description, word_order, Analyzed};
 use crate::failpoint;
 use crate::fields::FIELD_COUNT;
 use crate::forward;
@@ -43,7 +43,7 @@ impl Parsed {
     /// Tokenizes `skill`.
     pub fn new(mut skill: Skill) -> Parsed {
         let Analyzed { lens, terms } = analyze(&skill);
-        let words = crate::store::encode(&word_order(&skill.name, &skill.description));
+        let words = crate::store::encode(&word_order(&skill.name, indexed_description(&skill)));
         skill.body = String::new();
         skill.when_to_use = String::new();
         Parsed {
