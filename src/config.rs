@@ -1,5 +1,6 @@
 //! The parts of a Hermes `config.yaml` that decide which skills exist and which are offered.
 
+use crate::version::HermesVersion;
 use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -13,6 +14,9 @@ pub struct HermesConfig {
     pub platform_disabled: BTreeMap<String, BTreeSet<String>>,
     /// `skills.external_dirs`, as written.
     pub external_dirs: Vec<String>,
+    /// `skills.create_dir`, as written (read from 0.21 on): a skill root listed after the
+    /// local one, before the external dirs.
+    pub create_dir: Option<String>,
     /// The file is there but is not YAML that can be read here: Hermes (PyYAML) may read
     /// settings in it that hide skills, so every skill is treated as disabled (fail closed).
     pub unreadable: bool,
@@ -40,8 +44,9 @@ pub enum ConfigError {
 }
 
 impl HermesConfig {
-    /// Reads `<home>/config.yaml`; a missing file is an empty configuration.
-    pub fn load(home: &Path) -> Result<HermesConfig, ConfigError> {
+    /// Reads `<home>/config.yaml` as Hermes `version` does; a missing file is an empty
+    /// configuration.
+    pub fn load(home: &Path, version: HermesVersion) -> Result<HermesConfig, ConfigError> {
         let path = home.join("config.yaml");
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -51,27 +56,46 @@ impl HermesConfig {
         // Hermes reads it with PyYAML: a repeated key keeps its last value, merge keys apply.
         let value: Value =
             crate::yaml::parse(&text).map_err(|source| ConfigError::Yaml { path, source })?;
-        Ok(Self::from_value(&value))
+        Ok(Self::from_value(&value, version))
     }
 
-    /// Reads the skill settings out of a parsed `config.yaml`.
-    pub fn from_value(value: &Value) -> HermesConfig {
+    /// Reads the skill settings out of a parsed `config.yaml`, as Hermes `version` does.
+    pub fn from_value(value: &Value, version: HermesVersion) -> HermesConfig {
         let Some(skills) = value.get("skills").filter(|v| v.is_mapping()) else {
             return Self::default();
+        };
+        // 0.20 parses a list written as a string (`parse_config_string_list`); 0.21 never
+        // disables `hermes-agent` (`ESSENTIAL_SKILLS`).
+        let names = |v: Option<&Value>| -> BTreeSet<String> {
+            let mut set: BTreeSet<String> = if version >= HermesVersion::V0_20 {
+                config_string_list(v).into_iter().collect()
+            } else {
+                name_set(v)
+            };
+            if version >= HermesVersion::V0_21 {
+                set.remove(ESSENTIAL_SKILL);
+            }
+            set
         };
         let platform_disabled = skills
             .get("platform_disabled")
             .and_then(Value::as_mapping)
             .map(|m| {
                 m.iter()
-                    .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), name_set(Some(v)))))
+                    .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), names(Some(v)))))
                     .collect()
             })
             .unwrap_or_default();
+        let create_dir = skills
+            .get("create_dir")
+            .and_then(Value::as_str)
+            .filter(|_| version >= HermesVersion::V0_21)
+            .map(str::to_owned);
         HermesConfig {
-            disabled: name_set(skills.get("disabled")),
+            disabled: names(skills.get("disabled")),
             platform_disabled,
             external_dirs: name_list(skills.get("external_dirs")),
+            create_dir,
             unreadable: false,
         }
     }
@@ -84,11 +108,12 @@ impl HermesConfig {
     /// Resolves `skills.external_dirs` as Hermes does: `~` and `${VAR}` expanded, relative
     /// paths against the home, only existing directories, no duplicates, never the local
     /// skills directory itself.
+    /// `skills.create_dir` (0.21) comes first, resolved the same way.
     pub fn external_roots(&self, home: &Path) -> Vec<PathBuf> {
         let local = canonical(&home.join("skills"));
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
-        for entry in &self.external_dirs {
+        for entry in self.create_dir.iter().chain(&self.external_dirs) {
             let expanded = expand_user(&expand_vars(entry.trim()));
             if expanded.as_os_str().is_empty() {
                 continue;
@@ -132,6 +157,76 @@ fn name_list(v: Option<&Value>) -> Vec<String> {
 
 fn name_set(v: Option<&Value>) -> BTreeSet<String> {
     name_list(v).into_iter().collect()
+}
+
+/// The skill Hermes 0.21 never disables (`ESSENTIAL_SKILLS`).
+pub const ESSENTIAL_SKILL: &str = "hermes-agent";
+
+/// A list of names as Hermes 0.20+ reads `disabled` and `platform_disabled.<p>`
+/// (`parse_config_string_list`, then `_normalize_string_set`): a string that starts with `[`
+/// is read as a Python list literal (`ast.literal_eval`), else it is one name; a list gives
+/// its items; anything else nothing. Each item `str(item).strip()`, empty ones dropped.
+fn config_string_list(v: Option<&Value>) -> Vec<String> {
+    let items: Vec<String> = match v {
+        Some(Value::Sequence(s)) => s.iter().map(crate::skill::py_str).collect(),
+        Some(Value::String(s)) if s.trim().starts_with('[') => {
+            python_list_literal(s.trim()).unwrap_or_else(|| vec![s.clone()])
+        }
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    };
+    items
+        .into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The items of a Python list literal of strings, numbers, booleans and `None`, each as
+/// `str()` gives it; `None` when the text is not such a literal (`ast.literal_eval` would
+/// raise, or give something else).
+fn python_list_literal(text: &str) -> Option<Vec<String>> {
+    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
+    let mut out = Vec::new();
+    let mut rest = inner.trim_start();
+    while !rest.is_empty() {
+        let (item, after) = python_literal(rest)?;
+        out.push(item);
+        rest = after.trim_start();
+        match rest.strip_prefix(',') {
+            Some(r) => rest = r.trim_start(),
+            None if rest.is_empty() => break,
+            None => return None,
+        }
+    }
+    Some(out)
+}
+
+/// One literal at the start of `text` (as `str()` shows it) and what follows it.
+fn python_literal(text: &str) -> Option<(String, &str)> {
+    let quote = text.chars().next()?;
+    if quote == '\'' || quote == '"' {
+        let mut out = String::new();
+        let mut chars = text[1..].char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next()?.1 {
+                    'n' => out.push('\n'),
+                    't' => out.push('\t'),
+                    other => out.push(other),
+                },
+                c if c == quote => return Some((out, &text[1 + i + 1..])),
+                '\n' => return None,
+                c => out.push(c),
+            }
+        }
+        return None;
+    }
+    let end = text.find([',', ']', ' ']).unwrap_or(text.len());
+    let word = &text[..end];
+    let known = matches!(word, "True" | "False" | "None")
+        || (!word.is_empty() && word.parse::<f64>().is_ok() && !word.starts_with('+'));
+    known.then(|| (word.to_owned(), &text[end..]))
 }
 
 fn expand_user(s: &str) -> PathBuf {
@@ -181,11 +276,11 @@ mod tests {
             "skills:\n  disabled: '[\"a\", \"b\"]'\n  platform_disabled:\n    telegram: c\n  external_dirs: [x, '']\n",
         )
         .unwrap();
-        let c = HermesConfig::from_value(&v);
-        // A string is one item, JSON-looking or not.
+        let c = HermesConfig::from_value(&v, HermesVersion::V0_19);
+        // A string is one item, JSON-looking or not (0.19).
         assert_eq!(c.disabled, ["[\"a\", \"b\"]"].map(String::from).into());
         let v: Value = serde_yaml::from_str("skills:\n  disabled: [a, 1, true, ' b ']\n").unwrap();
-        let c2 = HermesConfig::from_value(&v);
+        let c2 = HermesConfig::from_value(&v, HermesVersion::V0_19);
         assert_eq!(
             c2.disabled,
             ["1", "True", "a", "b"].map(String::from).into()
@@ -201,9 +296,46 @@ mod tests {
     #[test]
     fn a_config_without_skills_is_empty() {
         let v: Value = serde_yaml::from_str("model: {provider: x}").unwrap();
-        assert_eq!(HermesConfig::from_value(&v), HermesConfig::default());
+        assert_eq!(
+            HermesConfig::from_value(&v, HermesVersion::NEWEST),
+            HermesConfig::default()
+        );
         let v: Value = serde_yaml::from_str("skills: [1, 2]").unwrap();
-        assert_eq!(HermesConfig::from_value(&v), HermesConfig::default());
+        assert_eq!(
+            HermesConfig::from_value(&v, HermesVersion::NEWEST),
+            HermesConfig::default()
+        );
+    }
+
+    #[test]
+    fn newer_hermes_reads_lists_written_as_strings_and_keeps_the_essential_skill() {
+        use HermesVersion::*;
+        let yaml = "skills:\n  disabled: \"['a', \\\"b\\\", 1, hermes-agent]\"\n  platform_disabled:\n    telegram: \"['hermes-agent', 'c']\"\n  create_dir: made\n";
+        let v: Value = serde_yaml::from_str(yaml).unwrap();
+        // Not a literal (a bare word inside): one name, as ast.literal_eval raises.
+        assert_eq!(HermesConfig::from_value(&v, V0_20).disabled.len(), 1);
+        let yaml = yaml.replace("hermes-agent]", "'hermes-agent']");
+        let v: Value = serde_yaml::from_str(&yaml).unwrap();
+        let set = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
+        let v20 = HermesConfig::from_value(&v, V0_20);
+        assert_eq!(v20.disabled, set(&["1", "a", "b", "hermes-agent"]));
+        assert_eq!(
+            v20.platform_disabled["telegram"],
+            set(&["c", "hermes-agent"])
+        );
+        assert_eq!(v20.create_dir, None);
+        let v21 = HermesConfig::from_value(&v, V0_21);
+        assert_eq!(v21.disabled, set(&["1", "a", "b"]));
+        assert_eq!(v21.platform_disabled["telegram"], set(&["c"]));
+        assert_eq!(v21.create_dir.as_deref(), Some("made"));
+        assert_eq!(HermesConfig::from_value(&v, V0_19).disabled.len(), 1);
+        assert_eq!(python_list_literal("[]"), Some(vec![]));
+        assert_eq!(python_list_literal("['x',]"), Some(vec!["x".into()]));
+        assert_eq!(python_list_literal("['x' 'y']"), None);
+        assert_eq!(
+            python_list_literal("[True, None, 2.5]"),
+            Some(vec!["True".into(), "None".into(), "2.5".into()])
+        );
     }
 
     #[test]

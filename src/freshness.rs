@@ -130,7 +130,10 @@ impl Freshness {
             None => false,
         };
         if !fresh_roots {
-            let cfg = HermesConfig::load(&self.home).unwrap_or_default();
+            // The newest release's roots (with `skills.create_dir`): watching one root
+            // more than the profile's Hermes reads costs at most a needless sync.
+            let newest = crate::version::HermesVersion::NEWEST;
+            let cfg = HermesConfig::load(&self.home, newest).unwrap_or_default();
             let roots = skill_roots(&self.home, &cfg)
                 .into_iter()
                 .map(|r| r.path)

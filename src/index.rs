@@ -84,6 +84,9 @@ pub struct ProfileStats {
     pub generation: u64,
     /// When the last committing sync started, ns since the epoch.
     pub synced_at_ns: i64,
+    /// The Hermes release line whose offer rules the last committing sync followed
+    /// (`0.21`; `None` for an index made before skillidx knew several).
+    pub hermes_version: Option<String>,
 }
 
 /// An open index file.
@@ -390,6 +393,11 @@ impl Index {
             let walked: Option<Vec<Problem>> =
                 store::get_lenient(&self.store, &state, store::WALK_PROBLEMS)?;
             out.skipped.extend(walked.unwrap_or_default());
+            let rules: Option<u64> =
+                store::get_lenient(&self.store, &state, store::records::RULES_VERSION_KEY)?;
+            out.hermes_version = rules
+                .and_then(crate::version::HermesVersion::of_reading_rules)
+                .map(|v| v.to_string());
         }
         if let Some(manifest) = store::open_or_none(&self.store, &txn, tables.manifest())? {
             for row in manifest.iter().map_err(|e| self.store.err(e))? {

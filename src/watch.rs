@@ -58,7 +58,9 @@ pub enum WatchError {
 
 /// The folders a profile's index depends on, and how to watch each.
 fn targets(profile: &Profile) -> Vec<(PathBuf, RecursiveMode)> {
-    let config = HermesConfig::load(&profile.home).unwrap_or_default();
+    // The newest release's roots: one root more than needed costs at most a needless sync.
+    let config = HermesConfig::load(&profile.home, crate::version::HermesVersion::NEWEST)
+        .unwrap_or_default();
     let mut out = vec![
         (profile.home.clone(), RecursiveMode::NonRecursive),
         (profile.home.join("plugins"), RecursiveMode::NonRecursive),
@@ -108,6 +110,7 @@ fn concerned<'p>(
 pub fn watch(
     root: &Root,
     db: &Path,
+    hermes: Option<crate::version::HermesVersion>,
     debounce: Duration,
     mut report: impl FnMut(WatchEvent),
     stop: impl Fn() -> bool,
@@ -115,7 +118,11 @@ pub fn watch(
     let index = Index::open_for_sync(db)?;
     // Events name absolute, resolved paths; so must the index file they are checked against.
     let db = &std::fs::canonicalize(db).unwrap_or_else(|_| db.to_owned());
-    let sync_one = |profile: &Profile| index.sync(profile, &SyncOptions::default());
+    let opts = SyncOptions {
+        hermes,
+        ..SyncOptions::default()
+    };
+    let sync_one = |profile: &Profile| index.sync(profile, &opts);
     let (tx, rx) = mpsc::channel();
     let watcher = notify::recommended_watcher(move |e| {
         let _ = tx.send(e);

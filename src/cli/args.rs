@@ -3,6 +3,7 @@
 use crate::home::{Profile, Root};
 use crate::offer::{Environments, Session};
 use crate::search::{Params, Ranking, Scoring, SearchOptions};
+use crate::version::HermesVersion;
 use crate::Index;
 use anyhow::Result;
 use clap::Args;
@@ -25,6 +26,11 @@ pub struct Common {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The Hermes release whose offer rules a sync follows, e.g. 0.19.0, 0.20.1, 0.21.3
+    /// (default: the version of the Hermes install found on PATH, else the one the index
+    /// already follows, else the newest supported, 0.21).
+    #[arg(long, global = true, value_name = "X.Y.Z")]
+    pub hermes_version: Option<String>,
 }
 
 /// The root home and the index file a command works on.
@@ -48,6 +54,20 @@ impl Common {
         self.profile
             .clone()
             .unwrap_or_else(|| place.root.active_profile_name())
+    }
+
+    /// The Hermes release a sync is told to follow (`--hermes-version`); `None`: the
+    /// installed one, else what the index follows, else the newest
+    /// ([`HermesVersion::resolve`]).
+    pub fn hermes(&self) -> Result<Option<HermesVersion>> {
+        self.hermes_version
+            .as_deref()
+            .map(|v| {
+                HermesVersion::parse(v).ok_or_else(|| {
+                    anyhow::anyhow!("--hermes-version {v:?} is not a version like 0.21.3")
+                })
+            })
+            .transpose()
     }
 
     /// For the commands that query: the place, the index opened for reading, and the

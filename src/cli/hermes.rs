@@ -117,9 +117,12 @@ fn status(common: &Common) -> Result<ExitCode> {
             - s.synced_at_ns)
             / 1_000_000_000;
         outln!(
-            "index {}: last sync {ago} s ago, generation {}",
+            "index {}: last sync {ago} s ago, generation {}, offer rules of Hermes {}",
             s.db.display(),
-            s.generation
+            s.generation,
+            s.hermes_version
+                .as_deref()
+                .unwrap_or("0.19 (made before versions were told apart)")
         )?;
     } else {
         outln!(

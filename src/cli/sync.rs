@@ -39,6 +39,7 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
         common,
     } = args;
     let place = common.place()?;
+    let hermes = common.hermes()?;
     let model = semantic.load();
     #[cfg(not(feature = "semantic"))]
     let _ = model;
@@ -52,7 +53,7 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
     let mut index = open(&place.db, &place.root.path, rebuild)?;
     let mut reports = Vec::new();
     for profile in &profiles {
-        let report = sync_one(&index, profile, rebuild, common.json, &model)?;
+        let report = sync_one(&index, profile, rebuild, hermes, common.json, &model)?;
         crate::failpoint::point(crate::failpoint::names::SYNC_BEFORE_REPORT)?;
         if !common.json {
             print_report(&report)?;
@@ -111,6 +112,7 @@ fn sync_one(
     index: &Index,
     profile: &Profile,
     rebuild: bool,
+    hermes: Option<crate::version::HermesVersion>,
     json: bool,
     #[cfg_attr(not(feature = "semantic"), allow(unused_variables))] model: &super::args::Model,
 ) -> Result<SyncReport> {
@@ -146,6 +148,7 @@ fn sync_one(
         rebuild,
         progress: Some(&progress),
         os: None,
+        hermes,
         #[cfg(feature = "semantic")]
         semantic: model.as_deref(),
         #[cfg(feature = "semantic")]

@@ -63,6 +63,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
     crate::watch::watch(
         &place.root,
         &place.db,
+        args.common.hermes()?,
         std::time::Duration::from_millis(args.debounce_ms.max(10)),
         report,
         || false,

@@ -85,6 +85,8 @@ pub struct Status {
     pub synced_at_ns: i64,
     /// Skills skillidx offers with no tool information, in this process's environment.
     pub offered: usize,
+    /// The Hermes release line whose offer rules the index follows (`None`: not known).
+    pub hermes_version: Option<String>,
     /// The listing budget in effect for the plugin, in tokens (`SKILL_RETRIEVAL_INDEX_BUDGET`
     /// in this environment or the profile's `.env`, else the default; 0: names only).
     pub index_budget: usize,
@@ -127,6 +129,7 @@ pub fn status(profile: &Profile, db: &Path, python: &Path) -> Result<Status, Her
         generation: 0,
         synced_at_ns: 0,
         offered: 0,
+        hermes_version: None,
         index_budget: index_budget(&profile.home),
         listing_tokens: ListingTokens::default(),
         hermes: None,
@@ -139,6 +142,7 @@ pub fn status(profile: &Profile, db: &Path, python: &Path) -> Result<Status, Her
             out.indexed = true;
             out.generation = stats.generation;
             out.synced_at_ns = stats.synced_at_ns;
+            out.hermes_version = stats.hermes_version.clone();
             index
                 .offered(&profile.name, &Session::detect(&profile.home))
                 .map_err(index_error)?

@@ -424,6 +424,9 @@ pub struct Snapshot<'s> {
     vectors: Option<ReadOnlyTable<&'static [u8], &'static [u8]>>,
 }
 
+/// The (category, name) of every skill a profile holds, offered or not.
+pub type Indexed = FxHashSet<(String, String)>;
+
 /// A skill offered in a session, as `<available_skills>` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Offered {
@@ -665,22 +668,21 @@ impl<'s> Snapshot<'s> {
         Ok(self.offered_and_indexed(session)?.0)
     }
 
-    /// [`Snapshot::offered`], and the name of every skill the profile holds, offered or
-    /// not: a reader of Hermes' block tells an entry the engine leaves out from one it has
-    /// never seen.
+    /// [`Snapshot::offered`], and the (category, name) of every skill the profile holds,
+    /// offered or not: a reader of Hermes' block tells an entry the engine leaves out from
+    /// one it has never seen.
     pub fn offered_and_indexed(
         &self,
         session: &Session,
-    ) -> Result<(Vec<Offered>, FxHashSet<String>), StoreError> {
+    ) -> Result<(Vec<Offered>, Indexed), StoreError> {
         let hidden = self.hidden(session);
         let mut names = FxHashSet::default();
         let mut out = Vec::new();
         for (d, h, b) in self.all_docs()? {
+            names.insert((b.category.clone(), h.name.clone()));
             if h.inactive.is_some() || hidden.contains(&d) {
-                names.insert(h.name);
                 continue;
             }
-            names.insert(h.name.clone());
             out.push(Offered {
                 category: b.category,
                 name: h.name,

@@ -44,6 +44,7 @@ pub fn apply(
     os: &str,
     mut stats: CorpusStats,
     now_ns: i64,
+    reading_rules: u64,
 ) -> Result<Applied, StoreError> {
     let err = |e: redb::Error| store.err(e);
     {
@@ -127,7 +128,7 @@ pub fn apply(
         .insert("config", encode(config).as_slice())
         .map_err(|e| err(e.into()))?;
     state
-        .insert(RULES_VERSION_KEY, encode(&super::RULES_VERSION).as_slice())
+        .insert(RULES_VERSION_KEY, encode(&reading_rules).as_slice())
         .map_err(|e| err(e.into()))?;
     let total = txn
         .open_table(tables.docs())

@@ -38,6 +38,13 @@ pub use observe::MAX_FILE_BYTES;
 /// another version reads every file again instead, in its one transaction.
 pub const RULES_VERSION: u64 = 3;
 
+/// The reading rules a profile's documents are made by under Hermes `version`: skillidx's
+/// own ([`RULES_VERSION`]) and the Hermes release's (which names and settings it reads), as
+/// stored in the profile's state.
+pub fn reading_rules(version: crate::version::HermesVersion) -> u64 {
+    RULES_VERSION * 100 + version.code()
+}
+
 /// How a sync should run.
 #[derive(Default)]
 pub struct SyncOptions<'a> {
@@ -47,6 +54,10 @@ pub struct SyncOptions<'a> {
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
     /// The OS to decide `platforms` for; the running one when `None`.
     pub os: Option<String>,
+    /// The Hermes release whose rules decide what is offered; `None`: the Hermes install
+    /// found on `PATH`, else the release the profile's index already follows, else the
+    /// newest ([`crate::version::HermesVersion::resolve`]).
+    pub hermes: Option<crate::version::HermesVersion>,
     /// The semantic model: when set, every indexed skill without a vector is embedded
     /// (see [`embed`]).
     #[cfg(feature = "semantic")]
@@ -171,7 +182,17 @@ pub fn sync_profile(
         }
     }
 
-    let config = match HermesConfig::load(&profile.home) {
+    let mut mark = Instant::now();
+    let (mut base, dir_cache, base_problems, rules) = if opts.rebuild {
+        Default::default()
+    } else {
+        read_base(store, &tables)?
+    };
+    let hermes = crate::version::HermesVersion::resolve(
+        opts.hermes,
+        rules.and_then(crate::version::HermesVersion::of_reading_rules),
+    );
+    let config = match HermesConfig::load(&profile.home, hermes) {
         Ok(c) => c,
         Err(e) => {
             let unreadable = matches!(e, crate::config::ConfigError::Yaml { .. });
@@ -187,24 +208,20 @@ pub fn sync_profile(
     };
     let snapshot = ConfigSnapshot::of(&config);
     let roots = scan::skill_roots(&profile.home, &config);
-    let mut mark = Instant::now();
-    let (mut base, dir_cache, base_problems, rules) = if opts.rebuild {
-        Default::default()
-    } else {
-        read_base(store, &tables)?
-    };
     // Documents made by other rules are all made again: every entry is marked for
     // re-reading (an impossible hash, an untrusted stat), as a migration marks them.
-    if !base.manifest.is_empty() && rules != Some(RULES_VERSION) {
+    let reading = reading_rules(hermes);
+    if !base.manifest.is_empty() && rules != Some(reading) {
         for entry in base.manifest.values_mut() {
             entry.hash = [0; 32];
             entry.verified_at_ns = 0;
         }
         report.warnings.push(Problem {
             path: store.path().to_owned(),
-            reason: "the index was made by another version of skillidx's reading rules; \
-                     every skill is read again"
-                .into(),
+            reason: format!(
+                "the index was made by another version of skillidx's reading rules or for \
+                 another Hermes release (now {hermes}); every skill is read again"
+            ),
         });
     }
     report.phase("read base", &mut mark);
@@ -219,7 +236,7 @@ pub fn sync_profile(
     report.warnings.extend(found.notices);
     report.listed = found.listed;
     fail_point(store, failpoint::names::SYNC_AFTER_SCAN)?;
-    let observed = observe::observe(found.found, &base.manifest, opts.progress);
+    let observed = observe::observe(found.found, &base.manifest, opts.progress, hermes);
     report.phase("hash and parse", &mut mark);
     report.hashed = observed
         .iter()
@@ -345,6 +362,7 @@ pub fn sync_profile(
             &os,
             current.stats.clone(),
             now,
+            reading,
         )?;
         report.generation = applied.generation;
         report.active = applied.active;

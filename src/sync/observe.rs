@@ -12,6 +12,7 @@ use crate::forward;
 use crate::scan::Candidate;
 use crate::skill::{self, Skill};
 use crate::store::records::ManifestEntry;
+use crate::version::HermesVersion;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::io::Read;
@@ -111,6 +112,7 @@ pub fn observe(
     candidates: Vec<Candidate>,
     base: &FxHashMap<String, ManifestEntry>,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    hermes: HermesVersion,
 ) -> Vec<Observed> {
     let total = candidates.len();
     let done = AtomicUsize::new(0);
@@ -122,7 +124,7 @@ pub fn observe(
                 Some(p) if p.stat == candidate.stat && p.stat_is_trustworthy() => {
                     Observation::StatUnchanged
                 }
-                _ => read_and_parse(&candidate, prior),
+                _ => read_and_parse(&candidate, prior, hermes),
             };
             if let Some(report) = progress {
                 report(done.fetch_add(1, Ordering::Relaxed) + 1, total);
@@ -135,7 +137,11 @@ pub fn observe(
         .collect()
 }
 
-fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Observation {
+fn read_and_parse(
+    candidate: &Candidate,
+    prior: Option<&ManifestEntry>,
+    hermes: HermesVersion,
+) -> Observation {
     let (bytes, hash, whole) = match read_limited(candidate) {
         Ok(r) => r,
         Err(ReadFailure::Vanished) => return Observation::Vanished,
@@ -165,7 +171,7 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
     // reported, as a bug, and every other skill is indexed.
     let parsed = crate::store::catch_quietly(|| {
         failpoint::point(failpoint::names::PARSE).map_err(|e| e.to_string())?;
-        let skill = match whole {
+        let mut skill = match whole {
             Whole::All => skill::parse(&bytes, &candidate.location),
             Whole::NotUtf8(at) => skill::unreadable(
                 &candidate.location,
@@ -191,6 +197,7 @@ fn read_and_parse(candidate: &Candidate, prior: Option<&ManifestEntry>) -> Obser
                 s
             }
         };
+        skill::as_listed_by(&mut skill, &candidate.location.origin, hermes);
         Ok::<_, String>(Parsed::new(skill))
     });
     match parsed {

