@@ -184,49 +184,210 @@ fn config_string_list(v: Option<&Value>) -> Vec<String> {
 
 /// The items of a Python list literal of strings, numbers, booleans and `None`, each as
 /// `str()` gives it; `None` when the text is not such a literal (`ast.literal_eval` would
-/// raise, or give something else).
+/// raise, or give something else). Strings follow Python's rules: `'` or `"`, `r`/`u`
+/// prefixes, escapes, adjacent literals joined; `#` comments; integers in any base with `_`
+/// and signs; floats shown as Python's `repr`.
 fn python_list_literal(text: &str) -> Option<Vec<String>> {
-    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
+    let mut p = Literal { rest: text };
+    p.skip();
+    p.rest = p.rest.strip_prefix('[')?;
     let mut out = Vec::new();
-    let mut rest = inner.trim_start();
-    while !rest.is_empty() {
-        let (item, after) = python_literal(rest)?;
-        out.push(item);
-        rest = after.trim_start();
-        match rest.strip_prefix(',') {
-            Some(r) => rest = r.trim_start(),
-            None if rest.is_empty() => break,
-            None => return None,
+    loop {
+        p.skip();
+        if let Some(r) = p.rest.strip_prefix(']') {
+            p.rest = r;
+            break;
+        }
+        out.push(p.item()?);
+        p.skip();
+        if let Some(r) = p.rest.strip_prefix(',') {
+            p.rest = r;
+        } else if let Some(r) = p.rest.strip_prefix(']') {
+            p.rest = r;
+            break;
+        } else {
+            return None;
         }
     }
-    Some(out)
+    p.skip();
+    p.rest.is_empty().then_some(out)
 }
 
-/// One literal at the start of `text` (as `str()` shows it) and what follows it.
-fn python_literal(text: &str) -> Option<(String, &str)> {
-    let quote = text.chars().next()?;
-    if quote == '\'' || quote == '"' {
+/// A reader of one Python literal expression.
+struct Literal<'a> {
+    rest: &'a str,
+}
+
+impl Literal<'_> {
+    /// Skips whitespace and `#` comments.
+    fn skip(&mut self) {
+        loop {
+            self.rest = self.rest.trim_start();
+            match self.rest.strip_prefix('#') {
+                Some(r) => self.rest = r.split_once('\n').map_or("", |(_, after)| after),
+                None => return,
+            }
+        }
+    }
+
+    /// One list item, as `str()` shows it.
+    fn item(&mut self) -> Option<String> {
+        let mut joined: Option<String> = None;
+        while let Some(s) = self.string() {
+            joined.get_or_insert_with(String::new).push_str(&s?);
+            self.skip();
+        }
+        if joined.is_some() {
+            return joined;
+        }
+        let end = self
+            .rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "+-._".contains(c)))
+            .unwrap_or(self.rest.len());
+        let (word, rest) = self.rest.split_at(end);
+        self.rest = rest;
+        match word {
+            "True" | "False" | "None" => Some(word.to_owned()),
+            _ => python_number(word),
+        }
+    }
+
+    /// A string literal at the start, if one starts there (`Some(None)`: it starts but is
+    /// not valid).
+    fn string(&mut self) -> Option<Option<String>> {
+        let prefix = self.rest.find(['\'', '"'])?;
+        let (flags, after) = self.rest.split_at(prefix);
+        if !matches!(flags.to_ascii_lowercase().as_str(), "" | "r" | "u") {
+            return None;
+        }
+        let raw = flags.eq_ignore_ascii_case("r");
+        let quote = after.chars().next()?;
+        let body = &after[1..];
+        if body.starts_with(quote) && body[1..].starts_with(quote) {
+            return Some(None); // triple-quoted: not read here
+        }
         let mut out = String::new();
-        let mut chars = text[1..].char_indices();
+        let mut chars = body.char_indices();
         while let Some((i, c)) = chars.next() {
             match c {
-                '\\' => match chars.next()?.1 {
-                    'n' => out.push('\n'),
-                    't' => out.push('\t'),
-                    other => out.push(other),
+                '\\' if raw => {
+                    out.push('\\');
+                    out.extend(chars.next().map(|(_, n)| n));
+                }
+                '\\' => match unescape(&mut chars) {
+                    Some(text) => out.push_str(&text),
+                    None => return Some(None),
                 },
-                c if c == quote => return Some((out, &text[1 + i + 1..])),
-                '\n' => return None,
+                '\n' => return Some(None),
+                c if c == quote => {
+                    self.rest = &body[i + 1..];
+                    return Some(Some(out));
+                }
                 c => out.push(c),
             }
         }
+        Some(None)
+    }
+}
+
+/// What a backslash escape stands for (empty: a line continuation); the backslash is kept
+/// for an escape Python does not know (`'\d'` is `\d`). `None`: not valid.
+fn unescape(chars: &mut std::str::CharIndices<'_>) -> Option<String> {
+    let (_, c) = chars.next()?;
+    let hex = |chars: &mut std::str::CharIndices<'_>, n: usize| -> Option<char> {
+        let digits: String = chars.take(n).map(|(_, d)| d).collect();
+        let v = (digits.len() == n).then(|| u32::from_str_radix(&digits, 16).ok())??;
+        char::from_u32(v)
+    };
+    Some(String::from(match c {
+        '\n' => return Some(String::new()),
+        '\\' | '\'' | '"' => c,
+        'a' => '\u{7}',
+        'b' => '\u{8}',
+        'f' => '\u{c}',
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'v' => '\u{b}',
+        'x' => hex(chars, 2)?,
+        'u' => hex(chars, 4)?,
+        'U' => hex(chars, 8)?,
+        'N' => return None,
+        '0'..='7' => {
+            let mut v = c.to_digit(8)?;
+            for _ in 0..2 {
+                match chars.clone().next() {
+                    Some((_, d @ '0'..='7')) => {
+                        chars.next();
+                        v = v * 8 + d.to_digit(8)?;
+                    }
+                    _ => break,
+                }
+            }
+            char::from_u32(v)?
+        }
+        other => return Some(format!("\\{other}")),
+    }))
+}
+
+/// A number literal with optional signs, as `str()` shows it; `None` when Python would not
+/// read it as one (`01`, `inf`, `1__0`).
+fn python_number(word: &str) -> Option<String> {
+    let digits = word.trim_start_matches(['+', '-']);
+    let negative = word[..word.len() - digits.len()].matches('-').count() % 2 == 1;
+    let clean = |s: &str| -> Option<String> {
+        let ok = !s.is_empty() && !s.starts_with('_') && !s.ends_with('_') && !s.contains("__");
+        ok.then(|| s.replace('_', ""))
+    };
+    let int = |text: &str, radix: u32| -> Option<String> {
+        let v = i128::from_str_radix(&clean(text)?, radix).ok()?;
+        Some(if negative { -v } else { v }.to_string())
+    };
+    let lower = digits.to_ascii_lowercase();
+    if let Some(h) = lower.strip_prefix("0x") {
+        return int(h, 16);
+    }
+    if let Some(o) = lower.strip_prefix("0o") {
+        return int(o, 8);
+    }
+    if let Some(b) = lower.strip_prefix("0b") {
+        return int(b, 2);
+    }
+    if digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        let plain = clean(digits)?;
+        if plain.len() > 1 && plain.starts_with('0') && plain.bytes().any(|b| b != b'0') {
+            return None;
+        }
+        return int(digits, 10);
+    }
+    let has_digit = digits.bytes().any(|b| b.is_ascii_digit());
+    let float_chars = digits
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"._eE+-".contains(&b));
+    if !(has_digit && float_chars) {
         return None;
     }
-    let end = text.find([',', ']', ' ']).unwrap_or(text.len());
-    let word = &text[..end];
-    let known = matches!(word, "True" | "False" | "None")
-        || (!word.is_empty() && word.parse::<f64>().is_ok() && !word.starts_with('+'));
-    known.then(|| (word.to_owned(), &text[end..]))
+    let v: f64 = clean(digits)?.parse().ok()?;
+    Some(python_float_repr(if negative { -v } else { v }))
+}
+
+/// Python's `repr` of a float: the shortest text that reads back, positional from 1e-4 to
+/// 1e16 (as Rust's `{:?}`), else `1e+16` / `1.5e-05` form.
+fn python_float_repr(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let text = format!("{v:?}");
+    match text.split_once('e') {
+        Some((mantissa, exp)) => {
+            let (sign, digits) = match exp.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', exp),
+            };
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => text,
+    }
 }
 
 fn expand_user(s: &str) -> PathBuf {
@@ -331,11 +492,33 @@ mod tests {
         assert_eq!(HermesConfig::from_value(&v, V0_19).disabled.len(), 1);
         assert_eq!(python_list_literal("[]"), Some(vec![]));
         assert_eq!(python_list_literal("['x',]"), Some(vec!["x".into()]));
-        assert_eq!(python_list_literal("['x' 'y']"), None);
+        assert_eq!(python_list_literal("['x' 'y']"), Some(vec!["xy".into()]));
         assert_eq!(
             python_list_literal("[True, None, 2.5]"),
             Some(vec!["True".into(), "None".into(), "2.5".into()])
         );
+    }
+
+    #[test]
+    fn list_literals_read_as_python_reads_them() {
+        // Expected values from Python 3.11's ast.literal_eval, then str() of each item.
+        let text = r"['caf\u00e9', 'ab' 'cd', '\x41', 1e3, 0x10, +1, '\d', r'\n', -0o17, 1_000, 2.5e-7] # c";
+        assert_eq!(
+            python_list_literal(text).unwrap(),
+            ["café", "abcd", "A", "1000.0", "16", "1", r"\d", r"\n", "-15", "1000", "2.5e-07"]
+        );
+        assert_eq!(python_list_literal("[\"é\", 1e400]").unwrap(), ["é", "inf"]);
+        for bad in [
+            "[01]",
+            "[inf]",
+            "['a',,]",
+            "['a'",
+            "['a'] x",
+            "[1__0]",
+            "['''a''']",
+        ] {
+            assert_eq!(python_list_literal(bad), None, "{bad}");
+        }
     }
 
     #[test]

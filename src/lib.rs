@@ -19,6 +19,7 @@ pub mod forward;
 pub mod freshness;
 pub mod hermes;
 pub mod home;
+pub mod mcp;
 pub mod offer;
 pub mod postings;
 pub mod refresh;

@@ -880,6 +880,7 @@ impl PyIndex {
                 &named,
                 name.trim(),
                 file_path.as_deref(),
+                crate::hermes::load::SKILL_LOAD,
             ))
         })
     }

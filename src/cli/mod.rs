@@ -9,7 +9,9 @@ mod args;
 mod eval;
 mod explain;
 mod hermes;
+mod hook;
 mod list;
+mod mcp;
 mod offered;
 mod output;
 mod rerank_report;
@@ -57,6 +59,12 @@ enum Command {
     /// Summarise the plugin's reranker log (SKILL_RETRIEVAL_RERANK=1): turns, how often the
     /// reranker changed the top-3, its latency percentiles, its failures, unknown names.
     RerankReport(rerank_report::RerankReportArgs),
+    /// Serve the index to MCP clients (Claude Code, Codex, Copilot, OpenCode) over stdio:
+    /// tools `search_skills` and `read_skill`.
+    Mcp(mcp::McpArgs),
+    /// Run as an agent's per-prompt hook: read the event JSON on stdin, print the matching
+    /// skills as context to add (nothing for small talk or bad input; always exit 0).
+    Hook(hook::HookArgs),
     /// Install or remove the `skill-retrieval` Hermes plugin in a profile.
     Hermes {
         #[command(subcommand)]
@@ -98,6 +106,8 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::List(a) => list::run(a),
         Command::Watch(a) => watch::run(a),
         Command::RerankReport(a) => rerank_report::run(a),
+        Command::Mcp(a) => mcp::run(a),
+        Command::Hook(a) => hook::run(a),
         Command::Hermes { action } => hermes::run(action),
     }
 }

@@ -160,6 +160,14 @@ pub fn format_search_result(query: &str, hits: &[Hit], loader: &str) -> String {
     }
 }
 
+/// The entry lines for `hits` as [`format_retrieved_block`] writes them (made safe the same
+/// way, copies named on a line after their entry); empty when no hit can be shown.
+pub fn entries(hits: &[Hit]) -> Vec<String> {
+    let mut lines = Vec::new();
+    entry_lines(hits, &[], &mut lines);
+    lines
+}
+
 /// Pushes the entries for `hits` (see [`format_retrieved_block`]) onto `lines`; whether any
 /// hit could be shown.
 fn entry_lines(hits: &[Hit], shown: &[String], lines: &mut Vec<String>) -> bool {

