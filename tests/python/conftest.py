@@ -239,3 +239,19 @@ def hermes_skills_prompt(home: Path, tools: Any = None, toolsets: Any = None,
     if snapshot.exists():
         snapshot.unlink()
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+class Ctx:
+    """A stand-in for the plugin context Hermes passes to ``register``: keeps the hooks and
+    middlewares registered (no tools: ``register_tool`` is absent, as in a bare context)."""
+
+    profile_name = "default"
+
+    def __init__(self) -> None:
+        self.hooks: Dict[str, Any] = {}
+
+    def register_middleware(self, kind: str, fn: Any) -> None:
+        self.hooks[kind] = fn
+
+    def register_hook(self, kind: str, fn: Any) -> None:
+        self.hooks[kind] = fn

@@ -6,6 +6,7 @@ it gave."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -193,7 +194,10 @@ def test_budget_search_and_load_hold_at_hub_scale(tmp_path_factory: pytest.TempP
         subprocess.run([sys.executable, str(REPO / "benches" / "make_scale_home.py"),
                         str(a["home"]), "--force"], check=True, capture_output=True, timeout=900)
         written = time.perf_counter() - started
-        r = subprocess.run([str(SKILLIDX), "sync", "--home", str(a["home"])],
+        # The release the plugin will run in: an index made for another would be read again
+        # in full by the plugin's first background sync.
+        version = importlib.metadata.version("hermes-agent")
+        r = subprocess.run([str(SKILLIDX), "sync", "--home", str(a["home"]), "--hermes-version", version],
                            capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stderr
         synced = time.perf_counter() - started - written

@@ -5,25 +5,12 @@ that is reset before any hook runs, and a process may serve several homes."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import pytest
 
 import skillidx
-from conftest import write_skill
-
-
-class Ctx:
-    profile_name = "default"
-
-    def __init__(self) -> None:
-        self.hooks: Dict[str, Any] = {}
-
-    def register_middleware(self, kind: str, fn: Any) -> None:
-        self.hooks[kind] = fn
-
-    def register_hook(self, kind: str, fn: Any) -> None:
-        self.hooks[kind] = fn
+from conftest import Ctx, write_skill
 
 
 @pytest.fixture

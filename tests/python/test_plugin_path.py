@@ -24,7 +24,7 @@ import pytest
 import skillidx
 from skillidx import Index, _native
 
-from conftest import write_skill
+from conftest import Ctx, write_skill
 
 SKILLIDX = Path(sys.executable).parent / "skillidx"
 SYNC_IN_WRITE = "sync-in-write"
@@ -37,19 +37,6 @@ QUERY = "clean up old docker images and point the zebra telescope"
 needs_failpoints = pytest.mark.skipif(
     not hasattr(_native, "_set_failpoint"), reason="skillidx built without the failpoints feature"
 )
-
-
-class Ctx:
-    profile_name = "default"
-
-    def __init__(self) -> None:
-        self.hooks: Dict[str, Any] = {}
-
-    def register_middleware(self, kind: str, fn: Any) -> None:
-        self.hooks[kind] = fn
-
-    def register_hook(self, kind: str, fn: Any) -> None:
-        self.hooks[kind] = fn
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 import skillidx
+from conftest import Ctx
 
 QUERY = "docker kubernetes terraform"
 ENGINE = ["terraform-plan", "docker-cleanup", "kubernetes-debugging"]
@@ -111,16 +112,6 @@ def endpoint():
     e = Endpoint()
     yield e
     e.close()
-
-
-class Ctx:
-    profile_name = "default"
-
-    def register_middleware(self, kind: str, fn: Any) -> None:
-        pass
-
-    def register_hook(self, kind: str, fn: Any) -> None:
-        pass
 
 
 @pytest.fixture

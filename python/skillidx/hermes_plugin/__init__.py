@@ -48,7 +48,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -441,42 +441,62 @@ _SEARCH_SCHEMA: Dict[str, Any] = {
 }
 
 
-def _on_skills_search(args: Any = None, **kw: Any) -> str:
-    started = time.perf_counter()
+def _tool_handler(label: str, required: str,
+                  answer: Callable[[Any, Dict[str, Any], str, Optional[str]], str]) -> Callable[..., str]:
+    """A tool handler for Hermes' registry: checks the ``required`` string argument, asks the
+    index (``answer(index, args, value, session)``), and answers every failure with a JSON
+    error instead of raising into the agent loop; timed in the timing log as ``label``."""
+
+    def handler(args: Any = None, **kw: Any) -> str:
+        started = time.perf_counter()
+        try:
+            args = args if isinstance(args, dict) else {}
+            value = args.get(required)
+            if not isinstance(value, str) or not value.strip():
+                return json.dumps({"error": f"{label} needs a non-empty '{required}' string"})
+            index = _get_index()
+            if index is None:
+                return json.dumps({"error": "the skill index is not available; use skill_view"})
+            session = kw.get("session_id")
+            return answer(index, args, value, session if isinstance(session, str) else None)
+        except Exception as exc:
+            _problem(label, exc, label + " failed: %s")
+            return json.dumps({"error": f"{label} failed: {exc}"})
+        finally:
+            _timing(label, started)
+
+    return handler
+
+
+def _register_tool(ctx: Any, schema: Dict[str, Any], handler: Callable[..., str], emoji: str) -> bool:
+    """Offers a tool in Hermes' ``skills`` toolset, beside skill_view (a session run with
+    ``-t skills`` sees it too); whether Hermes took it."""
+    if not hasattr(ctx, "register_tool"):
+        return False
     try:
-        query = args.get("query") if isinstance(args, dict) else None
-        if not isinstance(query, str) or not query.strip():
-            return json.dumps({"error": "skills_search needs a non-empty 'query' string"})
-        k = args.get("k")
-        k = k if isinstance(k, int) and not isinstance(k, bool) else _settings.inject_k
-        index = _get_index()
-        if index is None:
-            return json.dumps({"error": "the skill index is not available; use skill_view"})
-        session = kw.get("session_id")
-        return index.search_tool(query, k=k, min_score_ratio=_settings.min_score_ratio,
-                                 platform=_session_platform(),
-                                 session=session if isinstance(session, str) else None,
-                                 loader=_loader_setting())
+        ctx.register_tool(name=schema["name"], toolset="skills", schema=schema, handler=handler,
+                          description=schema["description"], emoji=emoji)
+        return True
     except Exception as exc:
-        _problem("search_tool", exc, "skills_search failed: %s")
-        return json.dumps({"error": f"skills_search failed: {exc}"})
-    finally:
-        _timing("skills_search", started)
+        _problem(schema["name"], exc, schema["name"] + " could not be registered: %s")
+        return False
+
+
+def _search(index: Any, args: Dict[str, Any], query: str, session: Optional[str]) -> str:
+    k = args.get("k")
+    k = k if isinstance(k, int) and not isinstance(k, bool) else _settings.inject_k
+    return index.search_tool(query, k=k, min_score_ratio=_settings.min_score_ratio,
+                             platform=_session_platform(), session=session,
+                             loader=_loader_setting())
+
+
+_on_skills_search = _tool_handler(_SEARCH_TOOL, "query", _search)
 
 
 def _register_search_tool(ctx: Any) -> None:
-    """Offers ``skills_search`` in Hermes' ``skills`` toolset, beside skill_view (a session
-    run with ``-t skills`` sees it too)."""
     global _search_tool_name
-    if not _settings.search_tool or not hasattr(ctx, "register_tool"):
-        return
-    try:
-        ctx.register_tool(name=_SEARCH_TOOL, toolset="skills", schema=_SEARCH_SCHEMA,
-                          handler=_on_skills_search, description=_SEARCH_SCHEMA["description"],
-                          emoji="🔎")
+    if _settings.search_tool and _register_tool(ctx, _SEARCH_SCHEMA, _on_skills_search, "🔎"):
         _search_tool_name = _SEARCH_TOOL
-    except Exception as exc:
-        _problem("search_tool", exc, "skills_search could not be registered: %s")
 
 
 # -- the skill_load tool: a skill's files by the id the index gave, in milliseconds ------------
@@ -513,39 +533,19 @@ def _loader_setting() -> str:
     return _settings.loader if _load_tool_name else "skill_view"
 
 
-def _on_skill_load(args: Any = None, **kw: Any) -> str:
-    started = time.perf_counter()
-    try:
-        name = args.get("name") if isinstance(args, dict) else None
-        if not isinstance(name, str) or not name.strip():
-            return json.dumps({"error": "skill_load needs a non-empty 'name' string"})
-        file_path = args.get("file_path")
-        index = _get_index()
-        if index is None:
-            return json.dumps({"error": "the skill index is not available; use skill_view"})
-        session = kw.get("session_id")
-        return index.load_tool(name, file_path=file_path if isinstance(file_path, str) else None,
-                               platform=_session_platform(),
-                               session=session if isinstance(session, str) else None)
-    except Exception as exc:
-        _problem("load_tool", exc, "skill_load failed: %s")
-        return json.dumps({"error": f"skill_load failed: {exc}"})
-    finally:
-        _timing("skill_load", started)
+def _load(index: Any, args: Dict[str, Any], name: str, session: Optional[str]) -> str:
+    file_path = args.get("file_path")
+    return index.load_tool(name, file_path=file_path if isinstance(file_path, str) else None,
+                           platform=_session_platform(), session=session)
+
+
+_on_skill_load = _tool_handler(_LOAD_TOOL, "name", _load)
 
 
 def _register_load_tool(ctx: Any) -> None:
-    """Offers ``skill_load`` beside ``skill_view`` in Hermes' ``skills`` toolset."""
     global _load_tool_name
-    if _settings.loader == "skill_view" or not hasattr(ctx, "register_tool"):
-        return
-    try:
-        ctx.register_tool(name=_LOAD_TOOL, toolset="skills", schema=_LOAD_SCHEMA,
-                          handler=_on_skill_load, description=_LOAD_SCHEMA["description"],
-                          emoji="📖")
+    if _settings.loader != "skill_view" and _register_tool(ctx, _LOAD_SCHEMA, _on_skill_load, "📖"):
         _load_tool_name = _LOAD_TOOL
-    except Exception as exc:
-        _problem("load_tool", exc, "skill_load could not be registered: %s")
 
 
 # -- phase 2: retrieved skills appended to the user message ---------------------------------
