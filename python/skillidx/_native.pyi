@@ -157,10 +157,13 @@ class Index:
         ttl: float = 30.0,
         semantic: bool = False,
         model_dir: Optional[_Path] = None,
+        hermes_version: Optional[str] = None,
     ) -> None:
         """``semantic=True``: syncs embed the skills and queries re-rank with the local model
         (pip extra ``skillidx[semantic]``); if it cannot be loaded, lexical ranking and
-        ``semantic_error`` says why."""
+        ``semantic_error`` says why. ``hermes_version`` (``"0.21.3"``): the Hermes release
+        whose offer rules syncs follow; default: the one installed on PATH, else the one the
+        index follows, else the newest supported (``ValueError`` if not a version)."""
     @property
     def semantic_error(self) -> Optional[str]:
         """Why the semantic stage asked for is off, or None."""
