@@ -360,6 +360,7 @@ fn an_index_made_by_other_reading_rules_is_read_again_in_place() {
     drop(store);
     let before = h.search_with("green tea", &Default::default());
     let r = h.sync();
+    assert!(r.read_again);
     assert_eq!(
         (r.parsed, r.updated, r.added, r.removed),
         (2, 2, 0, 0),

@@ -72,6 +72,14 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
     }
     if (rebuild || creating) && index.store().is_writable() {
         compact(&mut index, &place.db, common.json)?;
+    } else if reports.iter().any(|r| r.read_again) {
+        // Every document was rewritten in one transaction: the file holds the old pages too.
+        drop(index);
+        compact(
+            &mut Index::open_writable(&place.db)?,
+            &place.db,
+            common.json,
+        )?;
     }
     if common.json {
         outln!("{}", serde_json::to_string_pretty(&reports)?)?;

@@ -97,6 +97,9 @@ pub struct SyncReport {
     pub listed: usize,
     /// Whether a transaction was committed.
     pub committed: bool,
+    /// Whether every file was read again because the index was made by other reading rules
+    /// (its documents all rewritten: the file holds their old pages until compacted).
+    pub read_again: bool,
     /// Whether another sync committed while this one observed, so it planned again
     /// against that commit.
     pub replanned: bool,
@@ -212,6 +215,7 @@ pub fn sync_profile(
     // re-reading (an impossible hash, an untrusted stat), as a migration marks them.
     let reading = reading_rules(hermes);
     if !base.manifest.is_empty() && rules != Some(reading) {
+        report.read_again = true;
         for entry in base.manifest.values_mut() {
             entry.hash = [0; 32];
             entry.verified_at_ns = 0;
