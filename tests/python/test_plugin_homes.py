@@ -52,3 +52,44 @@ def test_the_home_registered_for_is_served_after_the_override_is_gone(
     assert out and skillidx.injected_ids(out["context"]) == ["zebra-telescope"], out
     assert Path(plugin._index.home) == registered
     assert plugin._hermes_version() == "0.19.0"
+
+
+def test_one_process_serves_two_homes_each_from_its_own_index(tmp_path: Path) -> None:
+    """A gateway serving two profiles: Hermes 0.21 imports the plugin once per home (a module
+    of its own for each, `hermes_plugins.<slug>__home_<hash>`) and registers each under that
+    home's override; each copy then answers from its home's index."""
+    import importlib.util
+
+    from hermes_constants import reset_hermes_home_override, set_hermes_home_override
+    from skillidx import hermes_plugin
+
+    homes = {"telescope": tmp_path / "work", "docker": tmp_path / "personal"}
+    write_skill(homes["telescope"] / "skills", "science/zebra", "zebra-telescope",
+                "Point the zebra telescope at a star", [])
+    write_skill(homes["docker"] / "skills", "devops/docker", "docker-cleanup",
+                "Remove dangling docker images and containers", [])
+    copies = {}
+    for key, home in homes.items():
+        spec = importlib.util.spec_from_file_location(f"hermes_plugins.skill_retrieval__home_{key}",
+                                                      hermes_plugin.__file__)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        token = set_hermes_home_override(str(home))
+        try:
+            module.register(Ctx())
+        finally:
+            reset_hermes_home_override(token)
+        copies[key] = module
+    try:
+        for key, message, want in [("telescope", "point the zebra telescope at a star", "zebra-telescope"),
+                                   ("docker", "remove dangling docker images", "docker-cleanup")]:
+            out = copies[key]._on_pre_llm_call(user_message=message, conversation_history=[])
+            assert out and skillidx.injected_ids(out["context"]) == [want], (key, out)
+            assert Path(copies[key]._index.home) == homes[key]
+        # Neither answers from the other's index.
+        assert copies["docker"]._on_pre_llm_call(user_message="point the zebra telescope at a star",
+                                                 conversation_history=[]) is None
+    finally:
+        for module in copies.values():
+            if module._index is not None:
+                module._index.wait(60)
