@@ -54,6 +54,29 @@ pub struct Selection {
     pub fold_copies: bool,
 }
 
+/// What an injection shows for `query` from the live index: the floored search, fetched
+/// [`FETCH_PER_ENTRY`] deep per entry, then [`select`]ed to `k` entries within
+/// `min_score_ratio` of the best, copies folded. The MCP server and the agent hooks answer
+/// with it (the Hermes plugin adds its session's allow-list in between).
+pub fn injected(
+    live: &crate::refresh::LiveIndex,
+    query: &str,
+    k: usize,
+    min_score_ratio: f64,
+) -> Result<Vec<Hit>, crate::Error> {
+    let opts = crate::search::SearchOptions {
+        k: k.saturating_mul(FETCH_PER_ENTRY),
+        floor: true,
+        ..Default::default()
+    };
+    let selection = Selection {
+        k,
+        min_score_ratio,
+        fold_copies: true,
+    };
+    Ok(select(live.search(query, &opts)?, &selection))
+}
+
 /// The hits to show, best first: see the module documentation.
 pub fn select(hits: Vec<Hit>, opts: &Selection) -> Vec<Hit> {
     let mut hits: Vec<Hit> = hits

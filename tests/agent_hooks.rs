@@ -45,17 +45,7 @@ fn event(prompt: &str) -> Vec<u8> {
 }
 
 fn home() -> Home {
-    let h = Home::new();
-    h.skill(
-        "devops/docker",
-        "docker-cleanup",
-        "Remove dangling docker images and stopped containers",
-    );
-    h.skill(
-        "geo/shp",
-        "shapefile-tools",
-        "Read and reproject shapefiles with GDAL",
-    );
+    let h = docker_and_shapefile_home();
     h.sync();
     h
 }

@@ -25,17 +25,7 @@ fn text(reply: &Value) -> &str {
 
 #[test]
 fn a_client_lists_searches_and_reads_and_bad_lines_get_errors() {
-    let h = Home::new();
-    h.skill(
-        "devops/docker",
-        "docker-cleanup",
-        "Remove dangling docker images and stopped containers",
-    );
-    h.skill(
-        "geo/shp",
-        "shapefile-tools",
-        "Read and reproject shapefiles with GDAL",
-    );
+    let h = docker_and_shapefile_home();
     let replies = session(
         &h,
         &[

@@ -12,8 +12,6 @@
 
 use super::args::Common;
 use crate::refresh::{LiveIndex, LiveOptions};
-use crate::search::SearchOptions;
-use crate::select::{select, Selection, FETCH_PER_ENTRY};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 use std::io::Read;
@@ -94,17 +92,13 @@ pub fn respond(common: &Common, input: &str) -> Option<String> {
 /// The skills block for `prompt`: the plugin's choice, each entry with its SKILL.md path,
 /// within [`MAX_CONTEXT_CHARS`]; `None` when nothing passes the floor.
 pub fn context_for(live: &LiveIndex, prompt: &str) -> Option<String> {
-    let opts = SearchOptions {
-        k: INJECT_K * FETCH_PER_ENTRY,
-        floor: true,
-        ..Default::default()
-    };
-    let selection = Selection {
-        k: INJECT_K,
-        min_score_ratio: crate::hermes::DEFAULT_MIN_SCORE_RATIO,
-        fold_copies: true,
-    };
-    let hits = select(live.search(prompt, &opts).ok()?, &selection);
+    let hits = crate::select::injected(
+        live,
+        prompt,
+        INJECT_K,
+        crate::hermes::DEFAULT_MIN_SCORE_RATIO,
+    )
+    .ok()?;
     let mut out = String::from(
         "## Installed skills that match this request (skillidx)\n\
          Read a skill's SKILL.md (path below its entry) before following it:\n",

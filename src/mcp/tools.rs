@@ -4,7 +4,6 @@
 use crate::refresh::LiveIndex;
 use crate::safety;
 use crate::search::SearchOptions;
-use crate::select::{select, Selection, FETCH_PER_ENTRY};
 use serde_json::{json, Value};
 
 /// The most skills one search returns.
@@ -100,21 +99,10 @@ fn search(live: &LiveIndex, args: &Value) -> Result<Result<String, String>, BadC
     }
     // Never waits: a sync that is due starts in the background.
     live.refresh();
-    let opts = SearchOptions {
-        k: k * FETCH_PER_ENTRY,
-        floor: true,
-        ..Default::default()
-    };
-    let hits = match live.search(query, &opts) {
+    let hits = match crate::select::injected(live, query, k, MIN_SCORE_RATIO) {
         Ok(h) => h,
         Err(e) => return Ok(Err(format!("The skill index cannot be searched: {e}"))),
     };
-    let selection = Selection {
-        k,
-        min_score_ratio: MIN_SCORE_RATIO,
-        fold_copies: true,
-    };
-    let hits = select(hits, &selection);
     let mut text = crate::hermes::format_search_result(query, &hits, "read_skill");
     let paths: Vec<String> = hits
         .iter()

@@ -17,6 +17,23 @@ pub struct Home {
     pub dir: tempfile::TempDir,
 }
 
+/// A home of two unrelated skills (not synced): `docker-cleanup` in `devops/docker` and
+/// `shapefile-tools` in `geo/shp`, for tests of what reaches an agent.
+pub fn docker_and_shapefile_home() -> Home {
+    let h = Home::new();
+    h.skill(
+        "devops/docker",
+        "docker-cleanup",
+        "Remove dangling docker images and stopped containers",
+    );
+    h.skill(
+        "geo/shp",
+        "shapefile-tools",
+        "Read and reproject shapefiles with GDAL",
+    );
+    h
+}
+
 impl Home {
     pub fn new() -> Home {
         let dir = tempfile::tempdir().expect("tempdir");
