@@ -95,8 +95,8 @@ fn stored(h: &Home) -> (BTreeSet<[u8; 32]>, Option<String>) {
         let (k, v) = row.unwrap();
         if k.value() == embed::MODEL_KEY {
             fingerprint = Some(String::from_utf8(v.value().to_vec()).unwrap());
-        } else if k.value() == embed::STAMP_KEY {
-            assert_eq!(v.value().len(), 8, "the stamp is a u64");
+        } else if k.value() == embed::STAMP_KEY || k.value() == embed::COMPLETE_KEY {
+            assert_eq!(v.value().len(), 8, "the stamp and the mark are u64s");
         } else {
             assert_eq!(v.value().len(), 512, "a vector is 512 bytes");
             hashes.insert(<[u8; 32]>::try_from(k.value()).unwrap());
@@ -209,6 +209,90 @@ fn sync_embeds_only_what_lacks_a_vector_and_drops_the_stale() {
         .drop_profile("default")
         .unwrap();
     assert_eq!(stored(&h), (BTreeSet::new(), None));
+}
+
+/// The generation the vectors table says it is complete for.
+fn complete_at(h: &Home) -> Option<u64> {
+    let db = redb::Database::open(h.db()).unwrap();
+    let txn = db.begin_read().unwrap();
+    let t = txn
+        .open_table(embed::table(&embed::table_name("default")))
+        .ok()?;
+    let v = t.get(embed::COMPLETE_KEY).unwrap()?;
+    Some(u64::from_le_bytes(v.value().try_into().unwrap()))
+}
+
+#[test]
+fn an_unchanged_sync_with_the_model_does_not_read_the_vectors_table() {
+    let Some(model) = model() else { return };
+    let Some((h, names)) = real_home() else {
+        return;
+    };
+    let r = sync_semantic(&h, &model);
+    assert_eq!(r.embedded, names.len());
+    assert_eq!(
+        complete_at(&h),
+        Some(r.generation),
+        "a full table is marked"
+    );
+    // Once the files are old enough to trust their stat, a sync that restamps them.
+    old_enough();
+    let r = sync_semantic(&h, &model);
+    assert_eq!(complete_at(&h), Some(r.generation));
+
+    // A vector no entry owns, put behind the engine's back with the mark left as it is: a
+    // sync that read the table through would drop it (and commit); the fast path does not.
+    let orphan = [7u8; 32];
+    {
+        let db = redb::Database::create(h.db()).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn
+                .open_table(embed::table(&embed::table_name("default")))
+                .unwrap();
+            t.insert(orphan.as_slice(), [1u8; 512].as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    assert!(!h.sync().committed);
+    let r = sync_semantic(&h, &model);
+    assert_eq!((r.embedded, r.committed), (0, false));
+    assert!(
+        stored(&h).0.contains(&orphan),
+        "an unchanged sync trusts the mark and does not read the vectors"
+    );
+
+    // A sync without the model that adds a skill moves the generation past the mark: the
+    // next sync with the model reads the table, embeds the new skill and drops the orphan.
+    let from = h.path().join("skills/real").join(&names[0]);
+    let to = h.path().join("skills/copied/new-one");
+    std::fs::create_dir_all(&to).unwrap();
+    let text = std::fs::read_to_string(from.join("SKILL.md")).unwrap();
+    std::fs::write(
+        to.join("SKILL.md"),
+        format!("{text}\nA copy with one more line.\n"),
+    )
+    .unwrap();
+    let lexical = h.sync();
+    assert_eq!(lexical.added, 1);
+    assert_ne!(complete_at(&h), Some(lexical.generation));
+    let r = sync_semantic(&h, &model);
+    assert_eq!(
+        r.embedded, 1,
+        "the skill the lexical sync added is embedded"
+    );
+    let (hashes, _) = stored(&h);
+    assert!(!hashes.contains(&orphan));
+    assert_eq!(hashes.len(), names.len() + 1);
+    assert_eq!(complete_at(&h), Some(r.generation));
+
+    // An edit with the model keeps the mark current without a read through.
+    let edited = to.join("SKILL.md");
+    std::fs::write(&edited, format!("{text}\nEdited again.\n")).unwrap();
+    let r = sync_semantic(&h, &model);
+    assert_eq!((r.updated, r.embedded), (1, 1));
+    assert_eq!(complete_at(&h), Some(r.generation));
+    assert_eq!(stored(&h).0.len(), names.len() + 1);
 }
 
 fn hybrid(model: &Arc<Model>, floor: bool) -> SearchOptions {

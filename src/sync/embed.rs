@@ -17,7 +17,7 @@ use crate::semantic::{self, Model, DIM};
 use crate::store::records::{DocBody, DocHead, EntryState, ManifestEntry};
 use crate::store::{decode, open_or_none, Store, StoreError};
 use rayon::prelude::*;
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -38,6 +38,14 @@ pub fn stamp(
         .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
         .map_or(0, u64::from_le_bytes))
 }
+
+/// The key of the row holding the profile generation (u64, little-endian) at which every
+/// indexed manifest entry had a vector of the fingerprinted model. A sync whose base has that
+/// generation and whose walk found nothing changed knows the table is complete without
+/// reading it: the stat-walk fast path holds with the semantic stage on (a 90k-skill table
+/// is about 50 MB). Any commit that moves the generation without writing vectors (a sync
+/// without the model) leaves it behind, and the next sync with the model reads the table.
+pub const COMPLETE_KEY: &[u8] = b"#complete";
 
 /// How much of a skill's text is embedded, in characters: the model has no length limit
 /// and costs time linear in the tokens, so a pathological description must not cost
@@ -105,6 +113,9 @@ impl Prepared {
 /// Reads which vectors exist and embeds every skill that lacks one: the skills whose bytes
 /// changed, and the indexed skills of the base without a vector (a first sync with the model,
 /// or a model change). Texts are embedded in parallel; `progress` gets (done, total).
+///
+/// When the table says it is complete for the base's generation ([`COMPLETE_KEY`]), only
+/// the changed skills' hashes are looked up; the table is not read through.
 pub fn prepare(
     store: &Store,
     profile: &str,
@@ -113,66 +124,136 @@ pub fn prepare(
     observed: &[Observed],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Prepared, StoreError> {
-    let name = table_name(profile);
-    let tables = crate::store::ProfileTables::new(profile);
     let txn = store.read()?;
     let mut prepared = Prepared {
         fingerprint: model.fingerprint().to_owned(),
         ..Default::default()
     };
-    let mut stored_fingerprint = None;
-    if let Some(t) = open_or_none(store, &txn, table(&name))? {
-        for row in t.iter().map_err(|e| store.err(e))? {
-            let (k, v) = row.map_err(|e| store.err(e))?;
-            match <[u8; 32]>::try_from(k.value()) {
-                Ok(hash) => {
-                    prepared.stored.insert(hash);
-                }
-                Err(_) if k.value() == MODEL_KEY => {
-                    stored_fingerprint = Some(String::from_utf8_lossy(v.value()).into_owned());
-                }
-                // A key of a later format: left alone.
-                Err(_) => {}
+    let vectors = open_or_none(store, &txn, table(&table_name(profile)))?;
+    let complete = match &vectors {
+        Some(t) => is_complete(t, model, base.stats.generation).map_err(|e| store.err(e))?,
+        None => false,
+    };
+    let todo = match (&vectors, complete) {
+        (Some(t), true) => {
+            changed_without_vector(observed, |hash| t.get(hash.as_slice()).map(|v| v.is_some()))
+                .map_err(|e| store.err(e))?
+        }
+        _ => {
+            if let Some(t) = &vectors {
+                read_stored(store, t, model, &mut prepared)?;
             }
+            let has = |hash: &[u8; 32]| Ok(!prepared.stale_model && prepared.stored.contains(hash));
+            prepared.orphans = has_orphans(&prepared.stored, base);
+            let mut todo = changed_without_vector(observed, has).map_err(|e| store.err(e))?;
+            unchanged_without_vector(store, &txn, profile, base, observed, &prepared, &mut todo)?;
+            todo
+        }
+    };
+    drop(vectors);
+    drop(txn);
+    prepared.computed = embed_all(model, todo, progress);
+    Ok(prepared)
+}
+
+/// Whether `t` holds a vector of `model` for every indexed entry of generation `generation`.
+fn is_complete(
+    t: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    model: &Model,
+    generation: u64,
+) -> Result<bool, redb::StorageError> {
+    let same_model = t
+        .get(MODEL_KEY)?
+        .is_some_and(|v| v.value() == model.fingerprint().as_bytes());
+    let complete_at = t
+        .get(COMPLETE_KEY)?
+        .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+        .map(u64::from_le_bytes);
+    Ok(same_model && complete_at == Some(generation))
+}
+
+/// Reads every stored hash and the model's fingerprint into `prepared`.
+fn read_stored(
+    store: &Store,
+    t: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    model: &Model,
+    prepared: &mut Prepared,
+) -> Result<(), StoreError> {
+    let mut stored_fingerprint = None;
+    for row in t.iter().map_err(|e| store.err(e))? {
+        let (k, v) = row.map_err(|e| store.err(e))?;
+        match <[u8; 32]>::try_from(k.value()) {
+            Ok(hash) => {
+                prepared.stored.insert(hash);
+            }
+            Err(_) if k.value() == MODEL_KEY => {
+                stored_fingerprint = Some(String::from_utf8_lossy(v.value()).into_owned());
+            }
+            // A key of a later format: left alone.
+            Err(_) => {}
         }
     }
     prepared.stale_model = stored_fingerprint.as_deref() != Some(model.fingerprint());
-    let has = |hash: &[u8; 32]| !prepared.stale_model && prepared.stored.contains(hash);
+    Ok(())
+}
+
+/// Whether some stored vector belongs to no indexed entry of the base.
+fn has_orphans(stored: &FxHashSet<[u8; 32]>, base: &Committed) -> bool {
     let indexed: FxHashSet<[u8; 32]> = base
         .manifest
         .values()
         .filter(|e| matches!(e.state, EntryState::Indexed(_)))
         .map(|e| e.hash)
         .collect();
-    prepared.orphans = prepared.stored.iter().any(|h| !indexed.contains(h));
+    stored.iter().any(|h| !indexed.contains(h))
+}
 
-    // What to embed, one text per hash.
-    let mut todo: FxHashMap<[u8; 32], String> = FxHashMap::default();
-    let mut changed_keys: FxHashSet<String> = FxHashSet::default();
+/// The text of every changed skill whose hash `has` no vector, one per hash.
+fn changed_without_vector(
+    observed: &[Observed],
+    mut has: impl FnMut(&[u8; 32]) -> Result<bool, redb::StorageError>,
+) -> Result<FxHashMap<[u8; 32], String>, redb::StorageError> {
+    let mut todo = FxHashMap::default();
     for o in observed {
-        match &o.observation {
-            Observation::Changed { hash, parsed } => {
-                changed_keys.insert(o.candidate.key());
-                if !has(hash) {
-                    let s = &parsed.skill;
-                    todo.entry(*hash).or_insert_with(|| {
-                        skill_text(&s.name, &s.description, &s.triggers, &s.tags)
-                    });
-                }
+        if let Observation::Changed { hash, parsed } = &o.observation {
+            if !todo.contains_key(hash) && !has(hash)? {
+                let s = &parsed.skill;
+                todo.insert(
+                    *hash,
+                    skill_text(&s.name, &s.description, &s.triggers, &s.tags),
+                );
             }
-            Observation::Rejected { .. } | Observation::Vanished => {
-                changed_keys.insert(o.candidate.key());
-            }
-            Observation::StatUnchanged | Observation::SameBytes { .. } => {}
         }
     }
-    // Indexed skills of the base that are still there, unchanged, but have no vector: read
-    // their text from the store rather than the file.
-    let found: FxHashSet<String> = observed.iter().map(|o| o.candidate.key()).collect();
+    Ok(todo)
+}
+
+/// Adds to `todo` the indexed skills of the base that are still there, unchanged, but have
+/// no vector, with their text read from the store rather than the file.
+fn unchanged_without_vector(
+    store: &Store,
+    txn: &redb::ReadTransaction,
+    profile: &str,
+    base: &Committed,
+    observed: &[Observed],
+    prepared: &Prepared,
+    todo: &mut FxHashMap<[u8; 32], String>,
+) -> Result<(), StoreError> {
+    let has = |hash: &[u8; 32]| !prepared.stale_model && prepared.stored.contains(hash);
+    let unchanged: FxHashSet<String> = observed
+        .iter()
+        .filter(|o| {
+            matches!(
+                o.observation,
+                Observation::StatUnchanged | Observation::SameBytes { .. }
+            )
+        })
+        .map(|o| o.candidate.key())
+        .collect();
     let missing: Vec<(u32, [u8; 32])> = base
         .manifest
         .iter()
-        .filter(|(key, _)| found.contains(*key) && !changed_keys.contains(*key))
+        .filter(|(key, _)| unchanged.contains(*key))
         .filter_map(|(_, e): (&String, &ManifestEntry)| match e.state {
             EntryState::Indexed(d) if !has(&e.hash) && !todo.contains_key(&e.hash) => {
                 Some((d, e.hash))
@@ -180,24 +261,31 @@ pub fn prepare(
             _ => None,
         })
         .collect();
-    if !missing.is_empty() {
-        if let Some(docs) = open_or_none(store, &txn, tables.docs())? {
-            for (doc, hash) in missing {
-                if let Some(v) = docs.get(doc).map_err(|e| store.err(e))? {
-                    let (h, b): (DocHead, DocBody) = decode(store, v.value(), "document")?;
-                    todo.entry(hash).or_insert_with(|| {
-                        skill_text(&h.name, &b.description, &b.triggers, &b.tags)
-                    });
-                }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let tables = crate::store::ProfileTables::new(profile);
+    if let Some(docs) = open_or_none(store, txn, tables.docs())? {
+        for (doc, hash) in missing {
+            if let Some(v) = docs.get(doc).map_err(|e| store.err(e))? {
+                let (h, b): (DocHead, DocBody) = decode(store, v.value(), "document")?;
+                todo.entry(hash)
+                    .or_insert_with(|| skill_text(&h.name, &b.description, &b.triggers, &b.tags));
             }
         }
     }
-    drop(txn);
+    Ok(())
+}
 
+/// Embeds every text of `todo` in parallel; `progress` gets (done, total).
+fn embed_all(
+    model: &Model,
+    todo: FxHashMap<[u8; 32], String>,
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Vec<([u8; 32], [i8; DIM])> {
     let total = todo.len();
     let done = AtomicUsize::new(0);
-    prepared.computed = todo
-        .into_par_iter()
+    todo.into_par_iter()
         .map(|(hash, text)| {
             let v = semantic::quantize(&model.embed(&text));
             if let Some(report) = progress {
@@ -205,18 +293,20 @@ pub fn prepare(
             }
             (hash, v)
         })
-        .collect();
-    Ok(prepared)
+        .collect()
 }
 
 /// Writes the vectors in the sync's write transaction, after the manifest: records the
 /// model's fingerprint (dropping every vector of another model), inserts the new vectors,
 /// and drops every vector whose hash belongs to no indexed manifest entry as committed.
+/// When every indexed entry then has a vector, records [`COMPLETE_KEY`] = `generation`, the
+/// profile generation the transaction commits.
 pub fn write(
     store: &Store,
     txn: &WriteTransaction,
     profile: &str,
     prepared: &Prepared,
+    generation: u64,
 ) -> Result<(), StoreError> {
     let tables = crate::store::ProfileTables::new(profile);
     let name = table_name(profile);
@@ -259,6 +349,26 @@ pub fn write(
     let next = stamp(&t).map_err(|e| store.err(e))?.wrapping_add(1);
     t.insert(STAMP_KEY, next.to_le_bytes().as_slice())
         .map_err(|e| store.err(e))?;
+    mark_complete(&mut t, indexed.len() as u64, generation).map_err(|e| store.err(e))
+}
+
+/// Records [`COMPLETE_KEY`] = `generation` when the table holds exactly one vector per
+/// indexed hash (`indexed` of them), and removes it otherwise. Every hash row left belongs
+/// to an indexed entry, so counting rows is enough; a row of a later format makes the count
+/// differ, which only costs the next sync a read through the table.
+fn mark_complete(
+    t: &mut redb::Table<&'static [u8], &'static [u8]>,
+    indexed: u64,
+    generation: u64,
+) -> Result<(), redb::StorageError> {
+    t.remove(COMPLETE_KEY)?;
+    let mut special = 0;
+    for key in [MODEL_KEY, STAMP_KEY] {
+        special += u64::from(t.get(key)?.is_some());
+    }
+    if t.len()? == indexed + special {
+        t.insert(COMPLETE_KEY, generation.to_le_bytes().as_slice())?;
+    }
     Ok(())
 }
 

@@ -384,7 +384,7 @@ pub fn sync_profile(
     }
     #[cfg(feature = "semantic")]
     if let Some(vectors) = &vectors {
-        embed::write(store, &txn, &profile.name, vectors)?;
+        embed::write(store, &txn, &profile.name, vectors, report.generation)?;
     }
     if let Some(problems) = &problems {
         store::put_walk_problems(store, &txn, &tables, problems)?;
