@@ -222,6 +222,19 @@ fn complete_at(h: &Home) -> Option<u64> {
     Some(u64::from_le_bytes(v.value().try_into().unwrap()))
 }
 
+/// Changes the vectors table behind the engine's back, in one commit.
+fn edit_vectors(h: &Home, edit: impl FnOnce(&mut redb::Table<&'static [u8], &'static [u8]>)) {
+    let db = redb::Database::create(h.db()).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut t = txn
+            .open_table(embed::table(&embed::table_name("default")))
+            .unwrap();
+        edit(&mut t);
+    }
+    txn.commit().unwrap();
+}
+
 #[test]
 fn an_unchanged_sync_with_the_model_does_not_read_the_vectors_table() {
     let Some(model) = model() else { return };
@@ -240,20 +253,22 @@ fn an_unchanged_sync_with_the_model_does_not_read_the_vectors_table() {
     let r = sync_semantic(&h, &model);
     assert_eq!(complete_at(&h), Some(r.generation));
 
+    // A table an older build wrote has no mark: the next sync with the model reads it
+    // through once and writes the mark, though nothing changed; the one after writes nothing.
+    edit_vectors(&h, |t| {
+        t.remove(embed::COMPLETE_KEY).unwrap();
+    });
+    let r = sync_semantic(&h, &model);
+    assert_eq!((r.embedded, r.committed), (0, true));
+    assert_eq!(complete_at(&h), Some(r.generation));
+    assert!(!sync_semantic(&h, &model).committed);
+
     // A vector no entry owns, put behind the engine's back with the mark left as it is: a
     // sync that read the table through would drop it (and commit); the fast path does not.
     let orphan = [7u8; 32];
-    {
-        let db = redb::Database::create(h.db()).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let mut t = txn
-                .open_table(embed::table(&embed::table_name("default")))
-                .unwrap();
-            t.insert(orphan.as_slice(), [1u8; 512].as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    edit_vectors(&h, |t| {
+        t.insert(orphan.as_slice(), [1u8; 512].as_slice()).unwrap();
+    });
     assert!(!h.sync().committed);
     let r = sync_semantic(&h, &model);
     assert_eq!((r.embedded, r.committed), (0, false));

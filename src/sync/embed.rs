@@ -96,6 +96,9 @@ pub struct Prepared {
     computed: Vec<([u8; 32], [i8; DIM])>,
     /// Whether some stored vector belongs to no indexed entry of the base.
     orphans: bool,
+    /// Whether the table was read through (its [`COMPLETE_KEY`] did not name the base's
+    /// generation): the sync then writes the mark, so that the next one need not.
+    read_through: bool,
 }
 
 impl Prepared {
@@ -106,7 +109,10 @@ impl Prepared {
 
     /// Whether the table needs a write even if nothing else changed.
     pub fn dirty(&self) -> bool {
-        !self.computed.is_empty() || self.orphans || (self.stale_model && !self.stored.is_empty())
+        !self.computed.is_empty()
+            || self.orphans
+            || (self.stale_model && !self.stored.is_empty())
+            || self.read_through
     }
 }
 
@@ -140,6 +146,7 @@ pub fn prepare(
                 .map_err(|e| store.err(e))?
         }
         _ => {
+            prepared.read_through = true;
             if let Some(t) = &vectors {
                 read_stored(store, t, model, &mut prepared)?;
             }
