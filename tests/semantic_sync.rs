@@ -517,3 +517,37 @@ fn without_the_model_sync_and_search_say_so_and_stay_lexical() {
     assert_eq!(with, without);
     assert!(with.contains("pdf-tools"));
 }
+
+#[test]
+fn a_sync_that_embeds_much_compacts_the_file_and_one_that_embeds_nothing_does_not() {
+    let Some(_) = model() else { return };
+    let Some((h, _)) = real_home() else {
+        return;
+    };
+    let sync = |semantic: bool| {
+        let mut cmd = bin();
+        cmd.arg("sync")
+            .arg("--home")
+            .arg(h.path())
+            .arg("--db")
+            .arg(h.db());
+        if semantic {
+            cmd.arg("--semantic");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    sync(false);
+    let first = sync(true);
+    assert!(
+        first.contains("embedded") && first.contains("compacted"),
+        "{first}"
+    );
+    let again = sync(true);
+    assert!(!again.contains("compacted"), "{again}");
+}
