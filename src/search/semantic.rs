@@ -70,6 +70,8 @@ pub(super) struct Matrix {
     rows: Vec<[i8; DIM]>,
     /// Each row's squared norm, so a query computes only dot products.
     norms: Vec<f32>,
+    /// Each document's row.
+    row_of: FxHashMap<u32, u32>,
 }
 
 impl SemanticStage {
@@ -193,61 +195,26 @@ pub(super) fn fuse(
         _ => scores,
     };
     let q = stage.embed_query(query.text);
-    let cosines = snap.cosines(&q, stage, &view.hidden)?;
-    let admitted = |d: u32| {
-        passed.contains(&d)
-            || (open_door
-                && cosines
-                    .get(&d)
-                    .is_some_and(|&c| f64::from(c) >= dense_floor))
-    };
+    let cos = snap.cosines(&q, stage, &view.hidden)?;
 
     lexical.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     lexical.truncate(CANDIDATES);
     let lex_of: FxHashMap<u32, f64> = lexical.iter().copied().collect();
+    let mut cosine_of: FxHashMap<u32, Option<f32>> =
+        lexical.iter().map(|&(d, _)| (d, cos.of(d))).collect();
+    let admitted = |d: u32| {
+        passed.contains(&d)
+            || (open_door && cosine_of[&d].is_some_and(|c| f64::from(c) >= dense_floor))
+    };
     let mut candidates: Vec<(u32, bool)> = lexical
         .iter()
         .filter(|&&(d, _)| admitted(d))
         .map(|&(d, _)| (d, false))
         .collect();
     if open_door {
-        let near: Vec<(u32, f32)> = cosines
-            .iter()
-            .filter(|(d, c)| !lex_of.contains_key(*d) && f64::from(**c) >= dense_floor)
-            .map(|(&d, &c)| (d, c))
-            .collect();
-        let nearest = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        // The best few, selected rather than sorting every skill over the dense floor (at
-        // hub scale, tens of thousands): enough for DENSE offered ones unless most of the
-        // nearest are never offered, and then the whole list is sorted after all.
-        let mut few = (DENSE * 8).min(near.len());
-        loop {
-            let mut head: Vec<(u32, f32)> = if few < near.len() {
-                let mut v = near.clone();
-                v.select_nth_unstable_by(few, nearest);
-                v.truncate(few);
-                v
-            } else {
-                near.clone()
-            };
-            head.sort_unstable_by(nearest);
-            let mut added = Vec::new();
-            for (d, _) in head {
-                if added.len() == DENSE {
-                    break;
-                }
-                // Only offered skills: the postings hold no other, but the vectors do.
-                if let Some((h, _)) = snap.doc(d)? {
-                    if h.inactive.is_none() {
-                        added.push((d, true));
-                    }
-                }
-            }
-            if added.len() == DENSE || few >= near.len() {
-                candidates.extend(added);
-                break;
-            }
-            few = (few * 4).min(near.len());
+        for (d, c) in dense_candidates(snap, &cos, dense_floor, &lex_of)? {
+            candidates.push((d, true));
+            cosine_of.insert(d, Some(c));
         }
     }
     let max = lexical.first().map_or(0.0, |&(_, s)| s);
@@ -255,7 +222,7 @@ pub(super) fn fuse(
     for (d, dense) in candidates {
         let lex = lex_of.get(&d).copied().unwrap_or(0.0);
         let norm = if max > 0.0 { lex / max } else { 0.0 };
-        let cosine = cosines.get(&d).map(|&c| f64::from(c));
+        let cosine = cosine_of[&d].map(f64::from);
         let share = (1.0 - w) * cosine.unwrap_or(0.0);
         let score = w * norm + share;
         out.push((d, score));
@@ -275,25 +242,184 @@ pub(super) fn fuse(
     Ok((out, details))
 }
 
+/// The [`DENSE`] offered skills nearest the query (cosine at least `floor`) that are not
+/// lexical candidates, with their cosines, nearest first: the best few are selected rather
+/// than every skill over the floor sorted (at hub scale, tens of thousands), enough for
+/// DENSE offered ones unless most of the nearest are never offered, and then more are.
+fn dense_candidates(
+    snap: &Snapshot,
+    cos: &Cosines<'_>,
+    floor: f64,
+    lex_of: &FxHashMap<u32, f64>,
+) -> Result<Vec<(u32, f32)>, StoreError> {
+    let near = cos.near(floor, |d| lex_of.contains_key(&d));
+    let mut few = (DENSE * 8).min(near.len());
+    loop {
+        let mut added = Vec::new();
+        for (d, c) in cos.best(&near, floor, few) {
+            if added.len() == DENSE {
+                break;
+            }
+            // Only offered skills: the postings hold no other, but the vectors do.
+            if let Some((h, _)) = snap.doc(d)? {
+                if h.inactive.is_none() {
+                    added.push((d, c));
+                }
+            }
+        }
+        if added.len() == DENSE || few >= near.len() {
+            return Ok(added);
+        }
+        few = (few * 4).min(near.len());
+    }
+}
+
+/// One query's cosines against the vectors of the index state queried ([`Matrix`]), computed
+/// where they are needed: exactly (`cosine_of` over [`semantic::dot_f32_i8`], the bits every
+/// build gives) for a named document, and, for the dense scan, an integer pass over every row
+/// ([`semantic::dot_i8`] against the quantised query) that only narrows down which rows get
+/// the exact cosine, with a bound on its error that keeps the result exact.
+pub(super) struct Cosines<'a> {
+    matrix: Option<Arc<Matrix>>,
+    query: &'a [f32; DIM],
+    query_sq: f32,
+    hidden: &'a FxHashSet<u32>,
+}
+
+/// The rows the integer pass kept: (approximate cosine, row), and the bound on
+/// |approximate − exact| for this query.
+pub(super) struct Near {
+    rows: Vec<(f32, u32)>,
+    slack: f32,
+}
+
+impl Near {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+impl Cosines<'_> {
+    /// The exact cosine of `doc` (`None`: no vector stored, or the session hides it).
+    fn of(&self, doc: u32) -> Option<f32> {
+        let m = self.matrix.as_ref()?;
+        if self.hidden.contains(&doc) {
+            return None;
+        }
+        m.row_of.get(&doc).map(|&row| self.exact(m, row as usize))
+    }
+
+    fn exact(&self, m: &Matrix, row: usize) -> f32 {
+        let dot = semantic::dot_f32_i8(self.query, &m.rows[row]);
+        semantic::cosine_of(dot, self.query_sq, m.norms[row])
+    }
+
+    /// Every row whose exact cosine may reach `floor`, of a document neither hidden nor
+    /// `skipped`, by one integer pass over the matrix. The quantised query `w` is within
+    /// `e = |q − w|` of the query `q`, so the cosine with `w` is within `2e / |q|` of the
+    /// exact one (`|q/|q| − w/|w|| ≤ 2|q − w| / |q|`); a row is kept when its integer cosine
+    /// is within that bound of the floor.
+    fn near(&self, floor: f64, skipped: impl Fn(u32) -> bool) -> Near {
+        let Some(m) = self.matrix.as_ref() else {
+            return Near {
+                rows: Vec::new(),
+                slack: 0.0,
+            };
+        };
+        let (q8, slack) = quantised(self.query, self.query_sq);
+        let q8_sq = semantic::dot_i8(&q8, &q8) as f32;
+        let keep_from = floor as f32 - slack;
+        let mut rows = Vec::new();
+        for (row, (r, &r_sq)) in m.rows.iter().zip(&m.norms).enumerate() {
+            let approx = semantic::cosine_of(semantic::dot_i8(&q8, r) as f32, q8_sq, r_sq);
+            if approx >= keep_from {
+                let d = m.docs[row];
+                if !skipped(d) && !self.hidden.contains(&d) {
+                    rows.push((approx, row as u32));
+                }
+            }
+        }
+        Near { rows, slack }
+    }
+
+    /// The `few` rows of `near` with the highest exact cosine at least `floor`, best first
+    /// (ties by document id), as documents with their exact cosines: the same as sorting
+    /// every row by its exact cosine. The few-th best integer cosine `t` is within the slack
+    /// of an exact one, so no row of the exact best few has an integer cosine below
+    /// `t − 2·slack`, and only those get the exact cosine.
+    fn best(&self, near: &Near, floor: f64, few: usize) -> Vec<(u32, f32)> {
+        let Some(m) = self.matrix.as_ref() else {
+            return Vec::new();
+        };
+        let cut = match few {
+            0 => return Vec::new(),
+            n if n < near.rows.len() => {
+                let mut approx: Vec<f32> = near.rows.iter().map(|r| r.0).collect();
+                let (_, t, _) = approx.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
+                *t - 2.0 * near.slack
+            }
+            _ => f32::NEG_INFINITY,
+        };
+        let mut exact: Vec<(u32, f32)> = near
+            .rows
+            .iter()
+            .filter(|r| r.0 >= cut)
+            .map(|&(_, row)| (m.docs[row as usize], self.exact(m, row as usize)))
+            .filter(|&(_, c)| f64::from(c) >= floor)
+            .collect();
+        exact.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        exact.truncate(few);
+        exact
+    }
+}
+
+/// The query quantised as the stored vectors are, and the bound `2·|q − w| / |q|` (plus a
+/// margin for the float arithmetic) on how far a cosine with it is from the exact one, where
+/// `w` is the quantised query brought back to the query's scale.
+fn quantised(query: &[f32; DIM], query_sq: f32) -> ([i8; DIM], f32) {
+    let q8 = semantic::quantize(query);
+    let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if !(max > 0.0 && max.is_finite() && query_sq > 0.0) {
+        return (q8, f32::INFINITY);
+    }
+    let scale = max / 127.0;
+    let err_sq: f32 = query
+        .iter()
+        .zip(&q8)
+        .map(|(&x, &w)| (x - f32::from(w) * scale).powi(2))
+        .sum();
+    (q8, 2.0 * (err_sq / query_sq).sqrt() + 1e-3)
+}
+
 impl Snapshot<'_> {
-    /// The cosine of `query` and every stored vector of an indexed document that the
-    /// session does not hide; none when the vectors were made by another model than the
-    /// stage's (the next sync with it makes them again).
-    fn cosines(
+    /// The cosines of `query` with the stored vectors of the indexed documents the session
+    /// does not hide; none when the vectors were made by another model than the stage's (the
+    /// next sync with it makes them again).
+    fn cosines<'a>(
         &self,
-        query: &[f32; DIM],
+        query: &'a [f32; DIM],
         stage: &SemanticStage,
-        hidden: &FxHashSet<u32>,
-    ) -> Result<FxHashMap<u32, f32>, StoreError> {
-        let mut out = FxHashMap::default();
+        hidden: &'a FxHashSet<u32>,
+    ) -> Result<Cosines<'a>, StoreError> {
+        Ok(Cosines {
+            matrix: self.matrix(stage)?,
+            query,
+            query_sq: semantic::sq_norm_f32(query),
+            hidden,
+        })
+    }
+
+    /// The decoded vectors of this index state: the stage's, when it holds this state's,
+    /// else read and kept there.
+    fn matrix(&self, stage: &SemanticStage) -> Result<Option<Arc<Matrix>>, StoreError> {
         let (Some(manifest), Some(vectors)) = (&self.manifest, &self.vectors) else {
-            return Ok(out);
+            return Ok(None);
         };
         let made_by = vectors
             .get(crate::sync::embed::MODEL_KEY)
             .map_err(|e| self.store.err(e))?;
         if made_by.is_none_or(|v| v.value() != stage.model().fingerprint().as_bytes()) {
-            return Ok(out);
+            return Ok(None);
         }
         let key: MatrixKey = (
             self.store.path().to_owned(),
@@ -309,23 +435,14 @@ impl Snapshot<'_> {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .filter(|m| m.key == key);
-        let matrix = match cached {
+        Ok(Some(match cached {
             Some(m) => m,
             None => {
                 let m = Arc::new(self.read_matrix(manifest, vectors, key)?);
                 *stage.matrix.lock().unwrap_or_else(|p| p.into_inner()) = Some(m.clone());
                 m
             }
-        };
-        out.reserve(matrix.docs.len());
-        let query_sq = semantic::sq_norm_f32(query);
-        for ((&d, row), &row_sq) in matrix.docs.iter().zip(&matrix.rows).zip(&matrix.norms) {
-            if !hidden.contains(&d) {
-                let dot = semantic::dot_f32_i8(query, row);
-                out.insert(d, semantic::cosine_of(dot, query_sq, row_sq));
-            }
-        }
-        Ok(out)
+        }))
     }
 
     /// Decodes every stored vector of an indexed document: a merge join of the manifest
@@ -350,6 +467,7 @@ impl Snapshot<'_> {
             docs: Vec::new(),
             rows: Vec::new(),
             norms: Vec::new(),
+            row_of: FxHashMap::default(),
         };
         let mut at = 0;
         for row in vectors.iter().map_err(|e| self.store.err(e))? {
@@ -367,6 +485,8 @@ impl Snapshot<'_> {
                 continue;
             };
             while at < docs.len() && docs[at].0 == hash {
+                let row = u32::try_from(matrix.docs.len()).unwrap_or(u32::MAX);
+                matrix.row_of.insert(docs[at].1, row);
                 matrix.docs.push(docs[at].1);
                 matrix.rows.push(stored);
                 matrix.norms.push(semantic::sq_norm_i8(&stored));
@@ -374,5 +494,106 @@ impl Snapshot<'_> {
             }
         }
         Ok(matrix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// splitmix64: a deterministic stream for generated vectors.
+    struct Stream(u64);
+    impl Stream {
+        fn next(&mut self) -> f32 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        }
+        fn vector(&mut self) -> [f32; DIM] {
+            std::array::from_fn(|_| self.next())
+        }
+    }
+
+    /// Rows in tight clusters (near-copies, as hub skills are), so that many cosines lie
+    /// within the integer pass's error of each other.
+    fn matrix(s: &mut Stream, n: usize) -> Matrix {
+        let centres: Vec<[f32; DIM]> = (0..12).map(|_| s.vector()).collect();
+        let mut m = Matrix {
+            key: (Default::default(), String::new(), 0, 0, 0, 0),
+            docs: Vec::new(),
+            rows: Vec::new(),
+            norms: Vec::new(),
+            row_of: FxHashMap::default(),
+        };
+        for i in 0..n {
+            let c = &centres[i % centres.len()];
+            let noise = s.vector();
+            let v: [f32; DIM] = std::array::from_fn(|j| c[j] + 0.05 * noise[j]);
+            let row = semantic::quantize(&v);
+            let doc = (i * 7 + 3) as u32;
+            m.row_of.insert(doc, m.docs.len() as u32);
+            m.docs.push(doc);
+            m.norms.push(semantic::sq_norm_i8(&row));
+            m.rows.push(row);
+        }
+        m
+    }
+
+    #[test]
+    fn the_integer_pass_never_changes_which_rows_are_nearest() {
+        let mut s = Stream(42);
+        let m = Arc::new(matrix(&mut s, 3_000));
+        let hidden: FxHashSet<u32> = m.docs.iter().copied().step_by(11).collect();
+        let centre_like = {
+            let r = &m.rows[5];
+            std::array::from_fn(|j| f32::from(r[j]) / 127.0 + 0.01 * s.next())
+        };
+        let queries = [s.vector(), centre_like, [0.0; DIM]];
+        for query in &queries {
+            let cos = Cosines {
+                matrix: Some(m.clone()),
+                query,
+                query_sq: semantic::sq_norm_f32(query),
+                hidden: &hidden,
+            };
+            for floor in [f64::NEG_INFINITY, 0.0, 0.25, 0.5, 0.9] {
+                let skipped = |d: u32| d.is_multiple_of(5);
+                let near = cos.near(floor, skipped);
+                for few in [1, 5, 40, 3_100] {
+                    let mut all: Vec<(u32, f32)> = m
+                        .docs
+                        .iter()
+                        .filter(|&&d| !skipped(d) && !hidden.contains(&d))
+                        .filter_map(|&d| cos.of(d).map(|c| (d, c)))
+                        .filter(|&(_, c)| f64::from(c) >= floor)
+                        .collect();
+                    all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                    all.truncate(few);
+                    assert_eq!(cos.best(&near, floor, few), all, "floor {floor}, few {few}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_named_document_gets_its_exact_cosine_unless_hidden() {
+        let mut s = Stream(7);
+        let m = Arc::new(matrix(&mut s, 50));
+        let query = s.vector();
+        let hidden: FxHashSet<u32> = [m.docs[3]].into_iter().collect();
+        let cos = Cosines {
+            matrix: Some(m.clone()),
+            query: &query,
+            query_sq: semantic::sq_norm_f32(&query),
+            hidden: &hidden,
+        };
+        assert_eq!(
+            cos.of(m.docs[4]),
+            Some(semantic::cosine_f32_i8(&query, &m.rows[4]))
+        );
+        assert_eq!(cos.of(m.docs[3]), None, "hidden");
+        assert_eq!(cos.of(1), None, "no vector");
     }
 }
