@@ -134,7 +134,7 @@ impl Freshness {
             // more than the profile's Hermes reads costs at most a needless sync.
             let newest = crate::version::HermesVersion::NEWEST;
             let cfg = HermesConfig::load(&self.home, newest).unwrap_or_default();
-            let roots = skill_roots(&self.home, &cfg)
+            let roots = skill_roots(&self.home, &cfg, newest)
                 .into_iter()
                 .map(|r| r.path)
                 .collect();

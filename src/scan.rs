@@ -7,7 +7,8 @@
 //! becomes a [`Problem`] naming the path instead of an endless walk or a silent gap.
 
 use crate::config::HermesConfig;
-use crate::skill::{Location, Origin};
+use crate::skill::{Location, Origin, ORG_DIR};
+use crate::version::HermesVersion;
 use std::path::{Path, PathBuf};
 
 /// Folder names Hermes never descends into.
@@ -34,6 +35,9 @@ pub const SUPPORT_DIRS: [&str; 4] = ["references", "templates", "assets", "scrip
 /// The file name of a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
 
+/// The file in [`ORG_DIR`] naming the one org whose mirror Hermes reads.
+pub const ACTIVE_ORG_FILE: &str = ".active_org";
+
 /// A directory that skills are found under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillRoot {
@@ -41,19 +45,74 @@ pub struct SkillRoot {
     pub path: PathBuf,
     /// What kind of root it is.
     pub origin: Origin,
+    /// How its `_org` folder is read.
+    pub org: OrgMirrors,
 }
 
-/// The skill roots of a profile home, in Hermes' precedence order: the local skills,
-/// then `skills.external_dirs` in config order, then each plugin's `skills/` by name.
-pub fn skill_roots(home: &Path, config: &HermesConfig) -> Vec<SkillRoot> {
+/// How a root reads its [`ORG_DIR`] folder: Hermes' org mirrors, from 0.20 on
+/// (`agent/skill_utils.iter_skill_index_files`: "TOKEN-GATED resolution").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OrgMirrors {
+    /// An ordinary folder: 0.19, and every root but the local one.
+    #[default]
+    Plain,
+    /// Only `_org/<id>/` of the org named in `_org/.active_org` is walked; no mirror
+    /// without one.
+    Gated(Option<String>),
+}
+
+impl SkillRoot {
+    /// Whether `dir` is an org mirror this root does not walk: `<root>/_org/<id>` of an org
+    /// that is not the active one.
+    fn gated_out(&self, dir: &Path) -> bool {
+        let OrgMirrors::Gated(active) = &self.org else {
+            return false;
+        };
+        let Ok(rel) = dir.strip_prefix(&self.path) else {
+            return false;
+        };
+        let mut parts = rel.iter();
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(org), Some(id), None) if org == ORG_DIR => {
+                active.as_deref().map(std::ffi::OsStr::new) != Some(id)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The org id `skills/_org/.active_org` names, as Hermes reads it (`read_active_org_id`:
+/// the text stripped; empty, missing or unreadable is none).
+pub fn active_org(local_root: &Path) -> Option<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(local_root.join(ORG_DIR).join(ACTIVE_ORG_FILE)).ok()?;
+    let mut text = String::new();
+    // An id is short: a huge marker is read only as far as an id could go.
+    file.take(64 * 1024).read_to_string(&mut text).ok()?;
+    let id = text.trim();
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// The skill roots of a profile home as Hermes `version` reads them, in its precedence
+/// order: the local skills, then `skills.external_dirs` in config order, then each plugin's
+/// `skills/` by name.
+pub fn skill_roots(home: &Path, config: &HermesConfig, version: HermesVersion) -> Vec<SkillRoot> {
+    let local = home.join("skills");
+    let org = if version >= HermesVersion::V0_20 {
+        OrgMirrors::Gated(active_org(&local))
+    } else {
+        OrgMirrors::Plain
+    };
     let mut roots = vec![SkillRoot {
-        path: home.join("skills"),
+        path: local,
         origin: Origin::Local,
+        org,
     }];
     for (i, path) in config.external_roots(home).into_iter().enumerate() {
         roots.push(SkillRoot {
             path,
             origin: Origin::External(i as u32),
+            org: OrgMirrors::Plain,
         });
     }
     let mut plugins: Vec<(String, PathBuf)> = std::fs::read_dir(home.join("plugins"))
@@ -70,6 +129,7 @@ pub fn skill_roots(home: &Path, config: &HermesConfig) -> Vec<SkillRoot> {
     roots.extend(plugins.into_iter().map(|(name, path)| SkillRoot {
         path,
         origin: Origin::Plugin(name),
+        org: OrgMirrors::Plain,
     }));
     roots
 }
@@ -266,6 +326,9 @@ fn walk_cached(ctx: &mut Cached<'_>, dir: &Path, stat: FileStat, out: &mut Walke
     }
     for name in &listing.subdirs {
         let sub = dir.join(name);
+        if ctx.root.gated_out(&sub) {
+            continue;
+        }
         match std::fs::symlink_metadata(&sub) {
             Ok(meta) if meta.is_dir() => walk_cached(ctx, &sub, FileStat::of(&meta), out),
             Ok(_) => {}
@@ -642,6 +705,7 @@ fn walk(root: &SkillRoot, bounds: &LinkBounds, start: &Path, out: &mut Walked) {
             !e.file_type().is_dir()
                 || e.depth() == 0
                 || (keep_dir(e.path())
+                    && !root.gated_out(e.path())
                     && !(e.path_is_symlink()
                         && std::fs::canonicalize(e.path()).is_ok_and(|t| kernel_fs(&t))))
         });
@@ -689,6 +753,9 @@ fn walk(root: &SkillRoot, bounds: &LinkBounds, start: &Path, out: &mut Walked) {
 /// Walks a symlinked folder (already vetted by name) with links followed: a link back to an
 /// ancestor is a loop, reported; a link outside the skill root is walked and noted.
 fn symlinked_dir(root: &SkillRoot, bounds: &LinkBounds, link: &Path, out: &mut Walked) {
+    if root.gated_out(link) {
+        return;
+    }
     if let Some(ancestor) = loops_back(link) {
         out.problems.push(Problem {
             path: link.to_path_buf(),

@@ -21,6 +21,10 @@ pub const BODY_CHARS: usize = 3000;
 /// How many characters of CJK runs from the body join the seed document.
 pub const CJK_RUN_CHARS: usize = 200;
 
+/// The folder of the local root that holds org mirrors (`_org/<org id>/…`), from Hermes 0.20
+/// on.
+pub const ORG_DIR: &str = "_org";
+
 /// Where a skill was found, which decides its id and its rank in a name clash.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Origin {
@@ -134,13 +138,24 @@ pub struct Skill {
 }
 
 /// What Hermes `version` lists differently from the file as [`parse`] reads it (which is
-/// 0.19's reading): from 0.20 on, a local skill whose name is empty is listed under its
-/// folder name (`_entry_name`: `frontmatter_name or skill_name`).
-pub fn as_listed_by(skill: &mut Skill, origin: &Origin, version: crate::version::HermesVersion) {
-    if version >= crate::version::HermesVersion::V0_20
-        && *origin == Origin::Local
-        && skill.name.is_empty()
-    {
+/// 0.19's reading), from 0.20 on: a local skill whose name is empty is listed under its
+/// folder name (`_entry_name`: `frontmatter_name or skill_name`), and a skill of an org
+/// mirror (`_org/<id>/…`, walked only for the active org) under the category `org:<id>`
+/// (`prompt_builder._build_snapshot_entry` and its org labelling).
+pub fn as_listed_by(
+    skill: &mut Skill,
+    location: &Location,
+    version: crate::version::HermesVersion,
+) {
+    if version < crate::version::HermesVersion::V0_20 || location.origin != Origin::Local {
+        return;
+    }
+    if let [org, id, _, ..] = location.rel.as_slice() {
+        if org == ORG_DIR {
+            skill.category = format!("org:{id}");
+        }
+    }
+    if skill.name.is_empty() {
         if skill.id.is_empty() {
             skill.id = skill.dir_name.clone();
         }

@@ -66,9 +66,13 @@ fn targets(profile: &Profile) -> Vec<(PathBuf, RecursiveMode)> {
         (profile.home.join("plugins"), RecursiveMode::NonRecursive),
     ];
     out.extend(
-        skill_roots(&profile.home, &config)
-            .into_iter()
-            .map(|r| (r.path, RecursiveMode::Recursive)),
+        skill_roots(
+            &profile.home,
+            &config,
+            crate::version::HermesVersion::NEWEST,
+        )
+        .into_iter()
+        .map(|r| (r.path, RecursiveMode::Recursive)),
     );
     out
 }

@@ -109,3 +109,80 @@ fn a_sync_under_another_release_reads_every_file_again() {
         other.warnings
     );
 }
+
+/// A home with org mirrors (`skills/_org/<id>/…`): the active org's, a stale org's, and a
+/// personal skill sharing a name with an org one.
+fn org_home() -> Home {
+    let h = Home::new();
+    h.skill("cat2/orgskill", "orgskill", "personal copy");
+    h.skill("_org/acme/tools/orgskill", "orgskill", "org thing");
+    h.skill("_org/acme/tools/deploy", "deploy", "the org's deploy");
+    h.skill("_org/old/tools/stale", "stale", "from an org left behind");
+    h
+}
+
+fn set_active_org(h: &Home, id: Option<&str>) {
+    let marker = h.path().join("skills/_org/.active_org");
+    match id {
+        Some(id) => std::fs::write(marker, format!("{id}\n")).unwrap(),
+        None => std::fs::remove_file(marker).unwrap(),
+    }
+}
+
+#[test]
+fn org_mirrors_are_read_for_the_active_org_only_from_0_20_on() {
+    let h = org_home();
+    set_active_org(&h, Some("acme"));
+    // 0.19: `_org` is a plain folder, every mirror a category.
+    assert_eq!(
+        offered_as(&h, V0_19),
+        [
+            pair("_org/acme/tools", "deploy"),
+            pair("_org/acme/tools", "orgskill"),
+            pair("_org/old/tools", "stale"),
+            pair("cat2", "orgskill"),
+        ]
+    );
+    // 0.20 and 0.21 (`iter_skill_index_files`, `_label_visible_entries`): only the active
+    // org's mirror, under `org:<id>`; the personal skill of the same name is kept.
+    let acme = [
+        pair("cat2", "orgskill"),
+        pair("org:acme", "deploy"),
+        pair("org:acme", "orgskill"),
+    ];
+    assert_eq!(offered_as(&h, V0_20), acme);
+    assert_eq!(offered_as(&h, V0_21), acme);
+
+    // Another org becomes the active one: its mirror replaces the first.
+    set_active_org(&h, Some("old"));
+    assert_eq!(
+        offered_as(&h, V0_21),
+        [pair("cat2", "orgskill"), pair("org:old", "stale")]
+    );
+    // No marker: no org skill at all.
+    set_active_org(&h, None);
+    assert_eq!(offered_as(&h, V0_21), [pair("cat2", "orgskill")]);
+    // An empty marker is none either (`read_active_org_id`: the text stripped).
+    set_active_org(&h, Some("  "));
+    assert_eq!(offered_as(&h, V0_21), [pair("cat2", "orgskill")]);
+}
+
+#[test]
+fn an_org_skill_is_loaded_by_its_mirror_path_when_its_name_is_shared() {
+    let h = org_home();
+    set_active_org(&h, Some("acme"));
+    h.sync_with(&SyncOptions {
+        hermes: Some(V0_21),
+        ..SyncOptions::default()
+    });
+    let mut ids: Vec<String> = skillidx::Index::open(&h.db())
+        .unwrap()
+        .offered("default", &Session::default())
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .collect();
+    ids.sort();
+    // `skill_view` refuses the shared bare name; the folder paths load each one.
+    assert_eq!(ids, ["_org/acme/tools/orgskill", "cat2/orgskill", "deploy"]);
+}

@@ -210,7 +210,7 @@ pub fn sync_profile(
         }
     };
     let snapshot = ConfigSnapshot::of(&config);
-    let roots = scan::skill_roots(&profile.home, &config);
+    let roots = scan::skill_roots(&profile.home, &config, hermes);
     // Documents made by other rules are all made again: every entry is marked for
     // re-reading (an impossible hash, an untrusted stat), as a migration marks them.
     let reading = reading_rules(hermes);

@@ -197,7 +197,7 @@ fn read_and_parse(
                 s
             }
         };
-        skill::as_listed_by(&mut skill, &candidate.location.origin, hermes);
+        skill::as_listed_by(&mut skill, &candidate.location, hermes);
         Ok::<_, String>(Parsed::new(skill))
     });
     match parsed {

@@ -28,7 +28,7 @@ Pair = Tuple[str, str]
 # Runs in a fresh interpreter (the test's, where hermes-agent 0.19.0 is installed): one JSON
 # list of cases on stdin, one JSON list of answers on stdout.
 HERMES_RUNNER = r"""
-import json, logging, os, sys
+import json, logging, os, re, sys
 logging.disable(logging.CRITICAL)
 cases = json.load(sys.stdin)
 CLEAR = ("HERMES_PLATFORM", "HERMES_SESSION_PLATFORM", "HERMES_KANBAN_TASK",
@@ -46,7 +46,8 @@ def pairs(block):
     out, cat = [], None
     for line in body.split("\n"):
         if line.startswith("    - "):
-            out.append([cat, line[6:]])
+            # Descriptions are blanked, but 0.20's org labels are added after: cut them.
+            out.append([cat, re.sub(r": \[(org-shared|name collision).*$", "", line[6:])])
         elif line.startswith("  ") and not line.startswith("   "):
             # "  C:" or "  C: <DESCRIPTION.md description>"
             cat = line[2:-1] if line.endswith(":") else line[2:].split(": ", 1)[0]
@@ -545,13 +546,17 @@ def hermes_release(version: str) -> Path:
 
 def versions_home(base: Path) -> Path:
     """A home whose listing differs by Hermes release: `disabled` lists written as strings,
-    an empty name, `hermes-agent` disabled, `skills.create_dir`."""
+    an empty name, `hermes-agent` disabled, `skills.create_dir`, org mirrors (the active
+    org's, a stale org's, and a personal skill sharing an org skill's name)."""
     home = base / "versions"
     for rel, name in [("tools/plain", "plain"), ("tools/gone", "gone"), ("ops/hermes-agent", "hermes-agent"),
-                      ("chat/tg", "tg-gone"), ("tools/no-name", "")]:
+                      ("chat/tg", "tg-gone"), ("tools/no-name", ""), ("cat2/orgskill", "orgskill"),
+                      ("_org/acme/tools/orgskill", "orgskill"), ("_org/acme/deploy", "deploy"),
+                      ("_org/old/tools/stale", "stale")]:
         p = home / "skills" / rel / "SKILL.md"
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(f"---\nname: '{name}'\ndescription: about {name or 'nothing'}\n---\nBody.\n")
+    (home / "skills" / "_org" / ".active_org").write_text("acme\n")
     made = home / "made" / "general" / "created-skill" / "SKILL.md"
     made.parent.mkdir(parents=True)
     made.write_text("---\nname: created-skill\ndescription: made by skill_manage\n---\n")

@@ -184,12 +184,12 @@ fn schema() -> (Schema, Fields) {
 
 /// The skills skillidx offers for `home`'s default profile.
 fn offered_skills(home: &Path) -> Result<Vec<skill::Skill>> {
-    let cfg =
-        HermesConfig::load(home, skillidx::version::HermesVersion::NEWEST).unwrap_or_default();
+    let newest = skillidx::version::HermesVersion::NEWEST;
+    let cfg = HermesConfig::load(home, newest).unwrap_or_default();
     // No folder cache, as in a first sync: every folder is listed, so the time the listings
     // are stamped with (for the next scan's cache) is never read.
     let candidates = scan::scan(
-        &scan::skill_roots(home, &cfg),
+        &scan::skill_roots(home, &cfg, newest),
         &scan::DirCache::default(),
         0,
     )
