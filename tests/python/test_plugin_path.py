@@ -90,6 +90,7 @@ def add_zebra(home: Path) -> None:
                 "Point the zebra telescope at a star and record the zebra observation", [])
 
 
+@pytest.mark.failpoints
 @needs_failpoints
 def test_a_turn_during_another_process_sync_answers_from_the_last_commit(
     plugin: Any, home: Path, tmp_path: Path
@@ -130,6 +131,7 @@ def test_a_turn_during_another_process_sync_answers_from_the_last_commit(
     assert not t["waited"] and "zebra-telescope" in injected(t["result"])
 
 
+@pytest.mark.failpoints
 @needs_failpoints
 def test_a_turn_during_the_plugins_own_paused_sync_never_waits(
     plugin: Any, home: Path, tmp_path: Path
