@@ -23,12 +23,14 @@ use crate::store::{Result, Store, StoreError, META, SCHEMA_VERSION};
 
 pub mod schema_v2;
 pub mod schema_v5;
+pub mod schema_v7;
 pub mod v1_to_v2;
 pub mod v2_to_v3;
 pub mod v3_to_v4;
 pub mod v4_to_v5;
 pub mod v5_to_v6;
 pub mod v6_to_v7;
+pub mod v7_to_v8;
 
 /// A migration step from version `from` to `from + 1`.
 pub type Step = fn(&Store, &redb::WriteTransaction) -> Result<()>;
@@ -41,6 +43,7 @@ pub const STEPS: &[Step] = &[
     v4_to_v5::migrate,
     v5_to_v6::migrate,
     v6_to_v7::migrate,
+    v7_to_v8::migrate,
 ];
 
 /// Brings `store`, found at schema `found`, up to [`SCHEMA_VERSION`], one committed step

@@ -65,6 +65,7 @@ fn record(old: v2::DocHead, old_body: v2::DocBody) -> (DocHead, DocBody) {
             fallback_for_toolsets: c.fallback_for_toolsets,
             fallback_for_tools: c.fallback_for_tools,
             never_with_tools: false,
+            session_platforms: Vec::new(),
         },
         lens: old.lens,
         inactive: None,
@@ -135,7 +136,9 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
                 }
             }
         }
-        docs.insert(*id, encode(&(&*h, &*b)).as_slice())
+        // Schema 3's head (the layout schemas 3 to 7 share).
+        let head = super::schema_v7::DocHead::of(h.clone());
+        docs.insert(*id, encode(&(&head, &*b)).as_slice())
             .map_err(|e| store.err(e))?;
     }
     drop(docs);
@@ -164,7 +167,10 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
     for (key, value) in [
         ("stats", encode(&stats)),
         ("config", encode(&config)),
-        ("offer_rules", encode(&decided.rules)),
+        (
+            "offer_rules",
+            encode(&super::schema_v7::OfferRules::of(decided.rules)),
+        ),
     ] {
         state
             .insert(key, value.as_slice())

@@ -4,11 +4,12 @@
 //! analyse them again at every query (45 % of a new process's first answer at 2,800 skills).
 //! Schema 5 stores them analysed, per document ([`crate::analyze::word_order`]). The step
 //! fills the table from the document records, which schema 5 leaves as they are (schemas 3
-//! to 5 share `DocHead` and `DocBody`), so no file is read again and every answer stays the
+//! to 7 share `DocHead`, frozen in `schema_v7`, and `DocBody`), so no file is read again and every answer stays the
 //! same.
 
+use super::schema_v7::DocHead;
 use crate::analyze::word_order;
-use crate::store::records::{DocBody, DocHead};
+use crate::store::records::DocBody;
 use crate::store::{decode, encode, ProfileTables, Result, Store};
 use redb::{ReadableTable, WriteTransaction};
 

@@ -196,6 +196,21 @@ impl Session {
         }
     }
 
+    /// Whether a skill's `session_platforms` let it through in this session (0.21's
+    /// `_skill_should_show`, before the tool conditions): no list, no platform known (fail
+    /// open), or the platform, stripped and lower-cased, in the list.
+    pub fn platform_allows(&self, c: &Conditions) -> bool {
+        let platform = self
+            .platform
+            .as_deref()
+            .map(|p| p.trim_matches(crate::skill::py_space).to_lowercase())
+            .filter(|p| !p.is_empty());
+        match platform {
+            Some(p) if !c.session_platforms.is_empty() => c.session_platforms.contains(&p),
+            _ => true,
+        }
+    }
+
     /// Whether Hermes' tool conditions let a skill with `conditions` through
     /// (`agent/prompt_builder._skill_should_show`).
     pub fn tools_allow(&self, c: &Conditions) -> bool {
@@ -287,6 +302,7 @@ impl DocRule {
                 .platform
                 .as_ref()
                 .is_some_and(|p| self.platform_disabled.contains(p))
+            && session.platform_allows(&self.conditions)
             && session.tools_allow(&self.conditions)
     }
 

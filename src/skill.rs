@@ -89,6 +89,9 @@ pub struct Conditions {
     pub fallback_for_tools: Vec<String>,
     /// Hide whenever the session's tools are known: a condition Hermes cannot evaluate.
     pub never_with_tools: bool,
+    /// `metadata.hermes.session_platforms` (read from Hermes 0.21 on), each item stripped and
+    /// lower-cased: hide when the session's messaging platform is known and not one of them.
+    pub session_platforms: Vec<String>,
 }
 
 impl Conditions {
@@ -99,6 +102,7 @@ impl Conditions {
             && self.fallback_for_toolsets.is_empty()
             && self.fallback_for_tools.is_empty()
             && !self.never_with_tools
+            && self.session_platforms.is_empty()
     }
 }
 
@@ -141,12 +145,16 @@ pub struct Skill {
 /// 0.19's reading), from 0.20 on: a local skill whose name is empty is listed under its
 /// folder name (`_entry_name`: `frontmatter_name or skill_name`), and a skill of an org
 /// mirror (`_org/<id>/…`, walked only for the active org) under the category `org:<id>`
-/// (`prompt_builder._build_snapshot_entry` and its org labelling).
+/// (`prompt_builder._build_snapshot_entry` and its org labelling). Before 0.21,
+/// `metadata.hermes.session_platforms` is not read.
 pub fn as_listed_by(
     skill: &mut Skill,
     location: &Location,
     version: crate::version::HermesVersion,
 ) {
+    if version < crate::version::HermesVersion::V0_21 {
+        skill.conditions.session_platforms.clear();
+    }
     if version < crate::version::HermesVersion::V0_20 || location.origin != Origin::Local {
         return;
     }
@@ -570,8 +578,32 @@ impl Conditions {
         c.fallback_for_tools = read("fallback_for_tools", false);
         c.requires_tools = read("requires_tools", true);
         c.never_with_tools = never;
+        c.session_platforms = session_platforms(hermes.get("session_platforms"));
         c
     }
+}
+
+/// `metadata.hermes.session_platforms` as 0.21's `_skill_should_show` reads it:
+/// `[str(p).strip().lower() for p in (value or []) if str(p).strip()]`: a list's items and
+/// a mapping's keys as Python prints them ([`py_str`]), a string's characters. A number cannot be iterated: Hermes' prompt build fails on it, and here it is no
+/// condition.
+fn session_platforms(value: Option<&Value>) -> Vec<String> {
+    let value = match value {
+        Some(Value::Tagged(t)) => &t.value,
+        Some(v) => v,
+        None => return Vec::new(),
+    };
+    let items: Vec<String> = match value {
+        Value::Sequence(items) => items.iter().map(py_str).collect(),
+        Value::String(s) => s.chars().map(String::from).collect(),
+        Value::Mapping(m) => m.keys().map(py_str).collect(),
+        _ => Vec::new(),
+    };
+    items
+        .iter()
+        .map(|p| p.trim_matches(py_space).to_lowercase())
+        .filter(|p| !p.is_empty())
+        .collect()
 }
 
 impl Skill {

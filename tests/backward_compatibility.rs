@@ -307,3 +307,51 @@ fn forward_and_postings(index: &Index, profile: &str) -> (usize, usize) {
     }
     (forward, in_postings)
 }
+
+#[test]
+fn schema_7_gets_session_platforms_and_answers_as_before() {
+    let (_dir, index) = migrated_and_answering_as_fresh(7, "convert a PDF file to Markdown");
+    // Every head and the offer rules are in today's layout (schema 7's would not decode as
+    // it), with no `session_platforms` until the next sync reads the files again.
+    use redb::ReadableTable;
+    use skillidx::store::records::{DocBody, DocHead};
+    use skillidx::store::{decode, ProfileTables};
+    let store = index.store();
+    let txn = store.read().unwrap();
+    for profile in ["default", "work"] {
+        let t = ProfileTables::new(profile);
+        let docs = txn.open_table(t.docs()).unwrap();
+        let mut n = 0;
+        for row in docs.iter().unwrap() {
+            let (_, v) = row.unwrap();
+            let (head, _): (DocHead, DocBody) = decode(store, v.value(), "doc").unwrap();
+            assert!(head.conditions.session_platforms.is_empty(), "{}", head.key);
+            n += 1;
+        }
+        assert!(n > 5, "{profile}: {n} documents");
+        let state = txn.open_table(t.state()).unwrap();
+        let rules: skillidx::offer::OfferRules = decode(
+            store,
+            state.get("offer_rules").unwrap().unwrap().value(),
+            "rules",
+        )
+        .unwrap();
+        assert!(
+            !rules.docs.is_empty(),
+            "{profile}: the example has conditions"
+        );
+    }
+    drop(txn);
+    drop(index);
+    let (_dir, db) = fixture_copy(7);
+    let index = Index::open_for_sync(&db).unwrap();
+    // The fixture's claim is this checkout's home, as an absolute path.
+    let profile = Root::from_home(&common::repo().join("examples/hermes-home"))
+        .profile("default")
+        .unwrap();
+    let report = index.sync(&profile, &Default::default()).unwrap();
+    assert!(
+        report.read_again,
+        "the reading rules moved with the schema: {report:#?}"
+    );
+}

@@ -186,3 +186,69 @@ fn an_org_skill_is_loaded_by_its_mirror_path_when_its_name_is_shared() {
     // `skill_view` refuses the shared bare name; the folder paths load each one.
     assert_eq!(ids, ["_org/acme/tools/orgskill", "cat2/orgskill", "deploy"]);
 }
+
+/// What the index offers for `platform` after a sync as `version`.
+fn offered_on(h: &Home, version: HermesVersion, platform: Option<&str>) -> Vec<String> {
+    h.sync_with(&SyncOptions {
+        hermes: Some(version),
+        ..SyncOptions::default()
+    });
+    let session = Session {
+        platform: platform.map(str::to_owned),
+        ..Session::default()
+    };
+    skillidx::Index::open(&h.db())
+        .unwrap()
+        .offered("default", &session)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.name)
+        .collect()
+}
+
+/// Hermes 0.21.3 (NousResearch/hermes-agent at 00067189): `skill_utils.extract_skill_conditions`
+/// reads `metadata.hermes.session_platforms`, and `prompt_builder._skill_should_show` hides a
+/// skill when `[str(p).strip().lower() for p in (value or []) if str(p).strip()]` is not
+/// empty, the session platform (`_current_session_platform_hint`: `HERMES_PLATFORM`, else
+/// `HERMES_SESSION_PLATFORM`) is known, and `platform.strip().lower()` is not in it. 0.19.0
+/// and 0.20.1.2 have neither (checked in their wheels).
+#[test]
+fn session_platforms_hide_a_skill_on_other_platforms_from_0_21_on() {
+    let h = Home::new();
+    h.skill("chat/plain", "plain", "everywhere");
+    h.write(
+        "chat/tg-only",
+        "---\nname: tg-only\ndescription: d\nmetadata:\n  hermes:\n    session_platforms: [' Telegram ', Discord]\n---\n",
+    );
+    // A string is iterated per character: only one-letter platforms match.
+    h.write(
+        "chat/chars",
+        "---\nname: chars\ndescription: d\nmetadata:\n  hermes:\n    session_platforms: telegram\n---\n",
+    );
+    // Nothing but blanks: no condition.
+    h.write(
+        "chat/blank",
+        "---\nname: blank\ndescription: d\nmetadata:\n  hermes:\n    session_platforms: ['', '  ']\n---\n",
+    );
+    let all = ["blank", "chars", "plain", "tg-only"];
+    // No platform known (the CLI, cron): fail open.
+    assert_eq!(offered_on(&h, V0_21, None), all);
+    assert_eq!(offered_on(&h, V0_21, Some("")), all);
+    // Case and blanks do not matter.
+    assert_eq!(
+        offered_on(&h, V0_21, Some("TELEGRAM")),
+        ["blank", "plain", "tg-only"]
+    );
+    assert_eq!(
+        offered_on(&h, V0_21, Some("discord")),
+        ["blank", "plain", "tg-only"]
+    );
+    assert_eq!(offered_on(&h, V0_21, Some("slack")), ["blank", "plain"]);
+    assert_eq!(
+        offered_on(&h, V0_21, Some("t")),
+        ["blank", "chars", "plain"]
+    );
+    // 0.20 and 0.19 do not read the key.
+    assert_eq!(offered_on(&h, V0_20, Some("slack")), all);
+    assert_eq!(offered_on(&h, V0_19, Some("slack")), all);
+}

@@ -170,6 +170,7 @@ struct ConditionsFields {
     _fallback_for_toolsets: SkipStrings,
     _fallback_for_tools: SkipStrings,
     _never_with_tools: bool,
+    _session_platforms: SkipStrings,
 }
 
 /// [`NotOffered`]'s layout.
@@ -350,6 +351,7 @@ mod tests {
                     fallback_for_toolsets: strings("fts", 1),
                     fallback_for_tools: strings("ft", i),
                     never_with_tools: i % 2 == 1,
+                    session_platforms: strings("sp", i),
                 },
                 lens: [1, 20, 300, 4, 50_000, 6],
                 inactive,

@@ -557,6 +557,11 @@ def versions_home(base: Path) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(f"---\nname: '{name}'\ndescription: about {name or 'nothing'}\n---\nBody.\n")
     (home / "skills" / "_org" / ".active_org").write_text("acme\n")
+    # 0.21 hides it on telegram (session_platforms); 0.19 and 0.20 do not read the key.
+    only = home / "skills" / "chat" / "discord-only" / "SKILL.md"
+    only.parent.mkdir(parents=True)
+    only.write_text("---\nname: discord-only\ndescription: d\nmetadata:\n  hermes:\n"
+                    "    session_platforms: [discord]\n---\n")
     made = home / "made" / "general" / "created-skill" / "SKILL.md"
     made.parent.mkdir(parents=True)
     made.write_text("---\nname: created-skill\ndescription: made by skill_manage\n---\n")
