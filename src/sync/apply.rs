@@ -31,49 +31,42 @@ pub struct Applied {
     pub inactive: usize,
 }
 
-/// Writes `plan` into `txn`. `stats` are the statistics committed now (the plan's
+/// Where a plan is written: one profile's tables, in the sync's write transaction.
+pub struct Target<'t> {
+    /// The index.
+    pub store: &'t Store,
+    /// The profile's tables.
+    pub tables: &'t ProfileTables,
+    /// The sync's write transaction.
+    pub txn: &'t WriteTransaction,
+}
+
+/// What a commit records beside the documents.
+pub struct Context<'a> {
+    /// The configuration the offers are decided for.
+    pub config: &'a ConfigSnapshot,
+    /// The OS the offers are decided for.
+    pub os: &'a str,
+    /// When the sync started.
+    pub now_ns: i64,
+    /// The reading rules the documents were made by (`sync::reading_rules`).
+    pub reading_rules: u64,
+}
+
+/// Writes `plan` into the target. `stats` are the statistics committed now (the plan's
 /// `current`), `observed` the observations the plan's new documents point into.
-#[allow(clippy::too_many_arguments)]
 pub fn apply(
-    store: &Store,
-    tables: &ProfileTables,
-    txn: &WriteTransaction,
+    to: &Target<'_>,
     mut plan: Plan,
     mut observed: Vec<Observed>,
-    config: &ConfigSnapshot,
-    os: &str,
     mut stats: CorpusStats,
-    now_ns: i64,
-    reading_rules: u64,
+    ctx: &Context<'_>,
 ) -> Result<Applied, StoreError> {
+    let (store, tables, txn) = (to.store, to.tables, to.txn);
     let err = |e: redb::Error| store.err(e);
-    {
-        let mut manifest = txn
-            .open_table(tables.manifest())
-            .map_err(|e| err(e.into()))?;
-        plan.puts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let rows = plan
-            .puts
-            .iter()
-            .map(|(key, entry)| (key.as_str(), encode(entry)));
-        store::insert_sorted(&mut manifest, rows).map_err(err)?;
-        for key in &plan.deletes {
-            manifest.remove(key.as_str()).map_err(|e| err(e.into()))?;
-        }
-    }
-    // Written: a full build's entries (a path and a stat each) are given back before its
-    // documents are.
-    (plan.puts, plan.deletes) = (Vec::new(), Vec::new());
+    write_manifest(to, &mut plan)?;
     let mut state = txn.open_table(tables.state()).map_err(|e| err(e.into()))?;
-    // The seed projections are kept in step by every sync of this build; only a commit by
-    // an older build (schema 6) leaves them behind, and then they are written afresh.
-    let seed_stamp: Option<u64> = store::get_lenient(store, &state, SEED_GENERATION)?;
-    let empty = |table| -> Result<bool, StoreError> {
-        let t = txn.open_table(table).map_err(|e| err(e.into()))?;
-        t.is_empty().map_err(|e| err(e.into()))
-    };
-    let seed_in_step = seed_stamp == Some(stats.generation)
-        || (empty(tables.postings())? && empty(tables.seed())?);
+    let seed_in_step = seed_in_step(to, &state, &stats)?;
     stats.next_doc = plan.next_doc;
     if plan.touches_documents() {
         let mut docs = Documents {
@@ -86,50 +79,38 @@ pub fn apply(
         let new = take_new(&plan, &mut observed);
         // What is left of the observations (paths, stats) is read no more.
         drop(observed);
-        let committed_rules: Option<OfferRules> = store::get_lenient(store, &state, "offer_rules")?;
-        let config_changed = plan.config_changed;
-        let rules = docs.apply(
-            plan.gone,
-            new,
-            config,
-            os,
-            &mut stats,
-            config_changed,
-            committed_rules,
-        )?;
+        let deciding = Deciding {
+            config: ctx.config,
+            os: ctx.os,
+            config_changed: plan.config_changed,
+            committed_rules: store::get_lenient(store, &state, "offer_rules")?,
+        };
+        let rules = docs.apply(plan.gone, new, deciding, &mut stats)?;
         state
             .insert("offer_rules", encode(&rules).as_slice())
             .map_err(|e| err(e.into()))?;
         state.remove("platform_hidden").map_err(|e| err(e.into()))?;
         docs.flush_postings()?;
     } else {
-        // The documents are unchanged: the names table stays in step if it was.
-        let mut names = txn.open_table(tables.names()).map_err(|e| err(e.into()))?;
-        let stamp: Option<u64> = store::get_lenient(store, &names, NAMES_GENERATION)?;
-        if stamp == Some(stats.generation) {
-            names
-                .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
-                .map_err(|e| err(e.into()))?;
-        }
+        keep_names_in_step(to, &stats)?;
     }
     stats.generation += 1;
     if !seed_in_step {
         store::project_seed(store, txn, tables)?;
     }
-    state
-        .insert(SEED_GENERATION, encode(&stats.generation).as_slice())
-        .map_err(|e| err(e.into()))?;
-    stats.synced_at_ns = now_ns;
-    stats.os = os.to_owned();
-    state
-        .insert("stats", encode(&stats).as_slice())
-        .map_err(|e| err(e.into()))?;
-    state
-        .insert("config", encode(config).as_slice())
-        .map_err(|e| err(e.into()))?;
-    state
-        .insert(RULES_VERSION_KEY, encode(&reading_rules).as_slice())
-        .map_err(|e| err(e.into()))?;
+    stats.synced_at_ns = ctx.now_ns;
+    stats.os = ctx.os.to_owned();
+    let rows = [
+        (SEED_GENERATION, encode(&stats.generation)),
+        ("stats", encode(&stats)),
+        ("config", encode(ctx.config)),
+        (RULES_VERSION_KEY, encode(&ctx.reading_rules)),
+    ];
+    for (key, value) in rows {
+        state
+            .insert(key, value.as_slice())
+            .map_err(|e| err(e.into()))?;
+    }
     let total = txn
         .open_table(tables.docs())
         .map_err(|e| err(e.into()))?
@@ -140,6 +121,59 @@ pub fn apply(
         active: stats.docs as usize,
         inactive: total.saturating_sub(stats.docs as usize),
     })
+}
+
+/// Writes and deletes the planned manifest entries, and gives them back: a full build's
+/// entries (a path and a stat each) go before its documents do.
+fn write_manifest(to: &Target<'_>, plan: &mut Plan) -> Result<(), StoreError> {
+    let err = |e: redb::Error| to.store.err(e);
+    let mut manifest = to
+        .txn
+        .open_table(to.tables.manifest())
+        .map_err(|e| err(e.into()))?;
+    plan.puts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let rows = plan
+        .puts
+        .iter()
+        .map(|(key, entry)| (key.as_str(), encode(entry)));
+    store::insert_sorted(&mut manifest, rows).map_err(err)?;
+    for key in &plan.deletes {
+        manifest.remove(key.as_str()).map_err(|e| err(e.into()))?;
+    }
+    (plan.puts, plan.deletes) = (Vec::new(), Vec::new());
+    Ok(())
+}
+
+/// Whether the seed projections are in step with the committed lists. Every sync of this
+/// build keeps them so; only a commit by an older build (schema 6) leaves them behind, and
+/// then they are written afresh.
+fn seed_in_step(
+    to: &Target<'_>,
+    state: &redb::Table<&'static str, &'static [u8]>,
+    stats: &CorpusStats,
+) -> Result<bool, StoreError> {
+    let stamp: Option<u64> = store::get_lenient(to.store, state, SEED_GENERATION)?;
+    let empty = |table| -> Result<bool, StoreError> {
+        let t = to.txn.open_table(table).map_err(|e| to.store.err(e))?;
+        t.is_empty().map_err(|e| to.store.err(e))
+    };
+    Ok(stamp == Some(stats.generation)
+        || (empty(to.tables.postings())? && empty(to.tables.seed())?))
+}
+
+/// The documents are unchanged: the names table stays in step if it was.
+fn keep_names_in_step(to: &Target<'_>, stats: &CorpusStats) -> Result<(), StoreError> {
+    let mut names = to
+        .txn
+        .open_table(to.tables.names())
+        .map_err(|e| to.store.err(e))?;
+    let stamp: Option<u64> = store::get_lenient(to.store, &names, NAMES_GENERATION)?;
+    if stamp == Some(stats.generation) {
+        names
+            .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
+            .map_err(|e| to.store.err(e))?;
+    }
+    Ok(())
 }
 
 /// What the apply phase writes for a new document besides its head and forward index.
@@ -272,7 +306,59 @@ struct Documents<'t> {
     add: FxHashMap<String, postings::Builder>,
 }
 
-impl Documents<'_> {
+/// The document tables a sync rewrites, open in its transaction.
+struct DocTables<'t> {
+    docs: redb::Table<'t, u32, &'static [u8]>,
+    terms: redb::Table<'t, u32, &'static [u8]>,
+    words: redb::Table<'t, u32, &'static [u8]>,
+    names: redb::Table<'t, &'static str, &'static [u8]>,
+}
+
+/// What the documents' offers are decided against, and what was decided last.
+struct Deciding<'a> {
+    config: &'a ConfigSnapshot,
+    os: &'a str,
+    /// The configuration or the OS changed since the last commit.
+    config_changed: bool,
+    /// The offer rules committed, which stand for the documents not decided again.
+    committed_rules: Option<OfferRules>,
+}
+
+/// How much of the profile a sync decides again.
+struct Scope {
+    /// The `names` table is in step with the committed generation.
+    names_valid: bool,
+    /// Only the documents carrying a changed document's name are decided again.
+    incremental: bool,
+    /// The names (frontmatter and folder) of the gone and new documents; empty when
+    /// neither the names table nor the decisions are kept incrementally.
+    changed_names: FxHashSet<String>,
+}
+
+impl Scope {
+    /// Whether `head`'s decision is made by this sync (the others stand; in the
+    /// incremental case they were read only to count a name's carriers).
+    fn decides(&self, head: &DocHead) -> bool {
+        !self.incremental || self.changed_names.contains(&head.name)
+    }
+}
+
+/// The new documents' records other than their heads, in id order, with their forward
+/// indexes (see [`NewDocs`]).
+struct NewRest {
+    records: Vec<(u32, Option<NewRecords>)>,
+    forwards: Vec<Vec<u8>>,
+}
+
+/// One document's decision, as the sync writes it.
+struct Decided {
+    /// Why it is never offered (`None`: offered in some session).
+    inactive: Option<NotOffered>,
+    /// The id to load it by.
+    id: String,
+}
+
+impl<'t> Documents<'t> {
     fn err(&self, e: impl Into<redb::Error>) -> StoreError {
         self.store.err(e.into())
     }
@@ -286,167 +372,44 @@ impl Documents<'_> {
     /// a document's id depends only on the documents carrying its name, and its offer only
     /// on itself and the clash group of its name, so every other decision stands. Otherwise
     /// every document head is read and decided ([`offer::decide`]) and the table rebuilt.
-    #[allow(clippy::too_many_arguments)]
     fn apply(
         &mut self,
         gone: Vec<u32>,
         new: NewDocs,
-        config: &ConfigSnapshot,
-        os: &str,
+        deciding: Deciding<'_>,
         stats: &mut CorpusStats,
-        config_changed: bool,
-        committed_rules: Option<OfferRules>,
     ) -> Result<OfferRules, StoreError> {
-        let mut docs = self
-            .txn
-            .open_table(self.tables.docs())
-            .map_err(|e| self.err(e))?;
-        let mut terms = self
-            .txn
-            .open_table(self.tables.terms())
-            .map_err(|e| self.err(e))?;
-        let mut words = self
-            .txn
-            .open_table(self.tables.words())
-            .map_err(|e| self.err(e))?;
-        let mut names = self
-            .txn
-            .open_table(self.tables.names())
-            .map_err(|e| self.err(e))?;
-        let stamp: Option<u64> = store::get_lenient(self.store, &names, NAMES_GENERATION)?;
+        let mut t = self.open()?;
+        let stamp: Option<u64> = store::get_lenient(self.store, &t.names, NAMES_GENERATION)?;
         let names_valid = stamp == Some(stats.generation);
-        let incremental = names_valid && !config_changed && committed_rules.is_some();
-
-        // The heads to decide: every document's, or those sharing a name with a change.
-        let mut heads: BTreeMap<u32, DocHead> = BTreeMap::new();
-        let mut gone_heads: Vec<(u32, DocHead)> = Vec::with_capacity(gone.len());
-        if incremental {
-            for &d in &gone {
-                if let Some(v) = docs.get(d).map_err(|e| self.err(e))? {
-                    gone_heads.push((d, decode_head(self.store, v.value())?));
-                }
-            }
-        } else {
-            for row in docs.iter().map_err(|e| self.err(e))? {
-                let (k, v) = row.map_err(|e| self.err(e))?;
-                heads.insert(k.value(), decode_head(self.store, v.value())?);
-            }
-            for &d in &gone {
-                if let Some(h) = heads.remove(&d) {
-                    gone_heads.push((d, h));
-                }
-            }
-        }
-        // The names of the changed documents: only documents carrying one of them can see
-        // their id or offer change. Read only where the names table is kept incrementally or
-        // documents are decided again in part; a full build needs none of them.
-        let mut changed_names: FxHashSet<String> = FxHashSet::default();
-        if names_valid || incremental {
-            for h in gone_heads
-                .iter()
-                .map(|(_, h)| h)
-                .chain(new.heads.iter().map(|(_, h)| h))
-            {
-                changed_names.insert(h.name.clone());
-                changed_names.insert(h.dir_name.clone());
-            }
-        }
-
-        // Keep the names table in step: incrementally when it is, else rebuilt.
-        let mut name_rows: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-        if names_valid {
-            for n in &changed_names {
-                let key = name_key(n);
-                let list: Vec<u32> = match names.get(key.as_str()).map_err(|e| self.err(e))? {
-                    Some(v) => decode(self.store, v.value(), "name index")?,
-                    None => Vec::new(),
-                };
-                name_rows.insert(key, list);
-            }
-            for (d, h) in &gone_heads {
-                for n in [&h.name, &h.dir_name] {
-                    if let Some(list) = name_rows.get_mut(&name_key(n)) {
-                        list.retain(|x| x != d);
-                    }
-                }
-            }
-            for (d, h) in &new.heads {
-                for n in [&h.name, &h.dir_name] {
-                    let list = name_rows.entry(name_key(n)).or_default();
-                    if let Err(at) = list.binary_search(d) {
-                        list.insert(at, *d);
-                    }
-                }
-            }
-        } else {
-            names.retain(|_, _| false).map_err(|e| self.err(e))?;
-            for (d, h) in heads.iter().chain(new.heads.iter().map(|(d, h)| (d, h))) {
-                for n in [&h.name, &h.dir_name] {
-                    let list = name_rows.entry(name_key(n)).or_default();
-                    if list.last() != Some(d) {
-                        list.push(*d);
-                    }
-                }
-            }
-            for list in name_rows.values_mut() {
-                list.sort_unstable();
-                list.dedup();
-            }
-        }
-        for (key, _) in name_rows.iter().filter(|(_, list)| list.is_empty()) {
-            names.remove(key.as_str()).map_err(|e| self.err(e))?;
-        }
-        let rows = name_rows
-            .iter()
-            .filter(|(_, list)| !list.is_empty())
-            .map(|(key, list)| (key.as_str(), encode(list)));
-        store::insert_sorted(&mut names, rows).map_err(|e| self.err(e))?;
-        names
+        let incremental =
+            names_valid && !deciding.config_changed && deciding.committed_rules.is_some();
+        let (mut heads, gone_heads) = self.read_heads(&t.docs, &gone, incremental)?;
+        let scope = Scope {
+            names_valid,
+            incremental,
+            changed_names: if names_valid || incremental {
+                changed_names(&gone_heads, &new.heads)
+            } else {
+                FxHashSet::default()
+            },
+        };
+        let name_rows = self.keep_names(&mut t.names, &scope, &heads, &gone_heads, &new.heads)?;
+        t.names
             .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
             .map_err(|e| self.err(e))?;
-
         if incremental {
-            let new_ids: FxHashSet<u32> = new.heads.iter().map(|(d, _)| *d).collect();
-            let mut wanted: Vec<u32> = name_rows
-                .values()
-                .flatten()
-                .copied()
-                .filter(|d| !new_ids.contains(d))
-                .collect();
-            wanted.sort_unstable();
-            wanted.dedup();
-            for d in wanted {
-                if let Some(v) = docs.get(d).map_err(|e| self.err(e))? {
-                    heads.insert(d, decode_head(self.store, v.value())?);
-                }
-            }
+            self.read_carriers(&t.docs, &name_rows, &new.heads, &mut heads)?;
         }
         drop(name_rows);
+        self.take_out(&mut t, &gone, &gone_heads, incremental, stats)?;
 
-        // Take the gone documents out.
-        for (d, head) in &gone_heads {
-            if head.inactive.is_none() {
-                let t = store::read_terms(self.store, &terms, *d, &head.lens)?;
-                self.queue_remove(*d, &t);
-                if incremental {
-                    stats.docs -= 1;
-                    for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
-                        *sum -= u64::from(len);
-                    }
-                }
-            }
-        }
-        for &d in &gone {
-            docs.remove(d).map_err(|e| self.err(e))?;
-            terms.remove(d).map_err(|e| self.err(e))?;
-            words.remove(d).map_err(|e| self.err(e))?;
-        }
         // The new heads join the others, moved rather than copied (a full build holds
-        // every document here); the walk below takes each new document's records once, so
-        // it frees them as it goes.
+        // every document here); the writer takes each new document's records once, so it
+        // frees them as it goes.
         let NewDocs {
             heads: new_heads,
-            records: mut new_records,
+            records,
             forwards,
         } = new;
         if heads.is_empty() {
@@ -456,108 +419,306 @@ impl Documents<'_> {
         } else {
             heads.extend(new_heads);
         }
-
-        let decided = offer::decide(&heads, config, os);
-        // In the incremental case, the decisions that stand: those of documents whose
-        // name is a changed one (the others were read only to count carriers).
-        let counts = |h: &DocHead| !incremental || changed_names.contains(&h.name);
+        let decided = offer::decide(&heads, deciding.config, deciding.os);
         if !incremental {
             stats.docs = 0;
             stats.sum_lens = [0u64; FIELD_COUNT];
         }
-        // The new documents that will be offered: their postings are built on a second
-        // thread while this one writes the records (a full build's two biggest serial
-        // steps). A new document is always decided again, so its decision is final here.
-        let offered: Vec<(u32, [u32; FIELD_COUNT], &[u8])> = new_records
+        let rest = NewRest { records, forwards };
+        self.write_decisions(&mut t, &mut heads, rest, &decided, &scope, stats)?;
+        if !incremental {
+            return Ok(decided.rules);
+        }
+        let committed = deciding.committed_rules.unwrap_or_default();
+        Ok(merge_rules(committed, decided.rules, &heads, &scope, &gone))
+    }
+
+    fn open(&self) -> Result<DocTables<'t>, StoreError> {
+        let (txn, tables): (&'t WriteTransaction, &'t ProfileTables) = (self.txn, self.tables);
+        let open = |def| txn.open_table(def).map_err(|e| self.err(e));
+        Ok(DocTables {
+            docs: open(tables.docs())?,
+            terms: open(tables.terms())?,
+            words: open(tables.words())?,
+            names: txn.open_table(tables.names()).map_err(|e| self.err(e))?,
+        })
+    }
+
+    /// The heads to decide (every document's, unless `incremental`: then none yet) and
+    /// those of the `gone` documents.
+    #[allow(clippy::type_complexity)]
+    fn read_heads(
+        &self,
+        docs: &redb::Table<u32, &'static [u8]>,
+        gone: &[u32],
+        incremental: bool,
+    ) -> Result<(BTreeMap<u32, DocHead>, Vec<(u32, DocHead)>), StoreError> {
+        let mut heads: BTreeMap<u32, DocHead> = BTreeMap::new();
+        let mut gone_heads: Vec<(u32, DocHead)> = Vec::with_capacity(gone.len());
+        if incremental {
+            for &d in gone {
+                if let Some(v) = docs.get(d).map_err(|e| self.err(e))? {
+                    gone_heads.push((d, decode_head(self.store, v.value())?));
+                }
+            }
+            return Ok((heads, gone_heads));
+        }
+        for row in docs.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            heads.insert(k.value(), decode_head(self.store, v.value())?);
+        }
+        for &d in gone {
+            if let Some(h) = heads.remove(&d) {
+                gone_heads.push((d, h));
+            }
+        }
+        Ok((heads, gone_heads))
+    }
+
+    /// Keeps the `names` table in step (incrementally when it is, else rebuilt from
+    /// `heads` and the new ones); returns the rows it wrote, which name every carrier of a
+    /// changed name.
+    fn keep_names(
+        &self,
+        names: &mut redb::Table<&'static str, &'static [u8]>,
+        scope: &Scope,
+        heads: &BTreeMap<u32, DocHead>,
+        gone_heads: &[(u32, DocHead)],
+        new_heads: &[(u32, DocHead)],
+    ) -> Result<BTreeMap<String, Vec<u32>>, StoreError> {
+        let mut rows: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        if scope.names_valid {
+            for n in &scope.changed_names {
+                let key = name_key(n);
+                let list: Vec<u32> = match names.get(key.as_str()).map_err(|e| self.err(e))? {
+                    Some(v) => decode(self.store, v.value(), "name index")?,
+                    None => Vec::new(),
+                };
+                rows.insert(key, list);
+            }
+            for (d, h) in gone_heads {
+                for n in [&h.name, &h.dir_name] {
+                    if let Some(list) = rows.get_mut(&name_key(n)) {
+                        list.retain(|x| x != d);
+                    }
+                }
+            }
+            for (d, h) in new_heads {
+                for n in [&h.name, &h.dir_name] {
+                    let list = rows.entry(name_key(n)).or_default();
+                    if let Err(at) = list.binary_search(d) {
+                        list.insert(at, *d);
+                    }
+                }
+            }
+        } else {
+            names.retain(|_, _| false).map_err(|e| self.err(e))?;
+            for (d, h) in heads.iter().chain(new_heads.iter().map(|(d, h)| (d, h))) {
+                for n in [&h.name, &h.dir_name] {
+                    let list = rows.entry(name_key(n)).or_default();
+                    if list.last() != Some(d) {
+                        list.push(*d);
+                    }
+                }
+            }
+            for list in rows.values_mut() {
+                list.sort_unstable();
+                list.dedup();
+            }
+        }
+        for (key, _) in rows.iter().filter(|(_, list)| list.is_empty()) {
+            names.remove(key.as_str()).map_err(|e| self.err(e))?;
+        }
+        let encoded = rows
+            .iter()
+            .filter(|(_, list)| !list.is_empty())
+            .map(|(key, list)| (key.as_str(), encode(list)));
+        store::insert_sorted(names, encoded).map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    /// Reads into `heads` the head of every document that carries a changed name (in
+    /// `name_rows`), other than the new ones.
+    fn read_carriers(
+        &self,
+        docs: &redb::Table<u32, &'static [u8]>,
+        name_rows: &BTreeMap<String, Vec<u32>>,
+        new_heads: &[(u32, DocHead)],
+        heads: &mut BTreeMap<u32, DocHead>,
+    ) -> Result<(), StoreError> {
+        let new_ids: FxHashSet<u32> = new_heads.iter().map(|(d, _)| *d).collect();
+        let mut wanted: Vec<u32> = name_rows
+            .values()
+            .flatten()
+            .copied()
+            .filter(|d| !new_ids.contains(d))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        for d in wanted {
+            if let Some(v) = docs.get(d).map_err(|e| self.err(e))? {
+                heads.insert(d, decode_head(self.store, v.value())?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the gone documents out: their postings queued for removal (and, kept
+    /// incrementally, their share of the statistics), their records deleted.
+    fn take_out(
+        &mut self,
+        t: &mut DocTables<'_>,
+        gone: &[u32],
+        gone_heads: &[(u32, DocHead)],
+        incremental: bool,
+        stats: &mut CorpusStats,
+    ) -> Result<(), StoreError> {
+        for (d, head) in gone_heads {
+            if head.inactive.is_none() {
+                let terms = store::read_terms(self.store, &t.terms, *d, &head.lens)?;
+                self.queue_remove(*d, &terms);
+                if incremental {
+                    count(stats, &head.lens, false);
+                }
+            }
+        }
+        for &d in gone {
+            t.docs.remove(d).map_err(|e| self.err(e))?;
+            t.terms.remove(d).map_err(|e| self.err(e))?;
+            t.words.remove(d).map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes every decision this sync makes: the new documents' records, and the heads
+    /// (and postings) of the others whose offer or id changed; keeps the statistics. The
+    /// postings of the new documents that will be offered are built on a second thread
+    /// while this one writes (a full build's two biggest serial steps).
+    fn write_decisions(
+        &mut self,
+        t: &mut DocTables<'_>,
+        heads: &mut BTreeMap<u32, DocHead>,
+        rest: NewRest,
+        decided: &offer::Decisions,
+        scope: &Scope,
+        stats: &mut CorpusStats,
+    ) -> Result<(), StoreError> {
+        let NewRest {
+            mut records,
+            forwards,
+        } = rest;
+        // A new document is always decided again, so its decision is final here.
+        let offered: Vec<(u32, [u32; FIELD_COUNT], &[u8])> = records
             .iter()
             .zip(&forwards)
             .filter(|((id, _), _)| !decided.inactive.contains_key(id))
             .filter_map(|((id, _), f)| heads.get(id).map(|h| (*id, h.lens, f.as_slice())))
             .collect();
         // A failed write returns out of the scope, which still waits for the builder.
-        let built = std::thread::scope(|scope| -> Result<_, StoreError> {
-            let builder = scope.spawn(|| postings_of(&offered));
+        let built = std::thread::scope(|threads| -> Result<_, StoreError> {
+            let builder = threads.spawn(|| postings_of(&offered));
             for (id, head) in heads.iter_mut() {
-                if !counts(head) {
+                if !scope.decides(head) {
                     continue;
                 }
-                let now = decided.inactive.get(id).cloned();
-                let new_id = decided
-                    .ids
-                    .get(id)
-                    .cloned()
-                    .unwrap_or_else(|| head.id.clone());
-                // The statistics: recounted in full, or adjusted for each flip.
-                let added = new_records.binary_search_by_key(id, |(d, _)| *d).ok();
-                let was_active = added.is_none() && head.inactive.is_none();
-                let delta = match (incremental, was_active, now.is_none()) {
-                    (false, _, true) | (true, false, true) => Some(true),
-                    (true, true, false) => Some(false),
-                    _ => None,
+                let now = Decided {
+                    inactive: decided.inactive.get(id).cloned(),
+                    id: decided
+                        .ids
+                        .get(id)
+                        .cloned()
+                        .unwrap_or_else(|| head.id.clone()),
                 };
-                if let Some(add) = delta {
-                    if add {
-                        stats.docs += 1;
-                    } else {
-                        stats.docs -= 1;
-                    }
-                    for (sum, len) in stats.sum_lens.iter_mut().zip(head.lens) {
-                        if add {
-                            *sum += u64::from(len);
-                        } else {
-                            *sum -= u64::from(len);
+                let added = records.binary_search_by_key(id, |(d, _)| *d).ok();
+                let was_active = added.is_none() && head.inactive.is_none();
+                match (scope.incremental, was_active, now.inactive.is_none()) {
+                    (false, _, true) | (true, false, true) => count(stats, &head.lens, true),
+                    (true, true, false) => count(stats, &head.lens, false),
+                    _ => {}
+                }
+                match added {
+                    Some(at) => {
+                        if let Some(doc) = records[at].1.take() {
+                            self.write_new(t, *id, head, now, doc, &forwards[at])?;
                         }
                     }
-                }
-                if let Some(at) = added {
-                    let Some(doc) = new_records[at].1.take() else {
-                        continue;
-                    };
-                    head.inactive = now;
-                    head.id = new_id;
-                    docs.insert(*id, encode(&(&*head, &doc.body)).as_slice())
-                        .map_err(|e| self.err(e))?;
-                    terms
-                        .insert(*id, forwards[at].as_slice())
-                        .map_err(|e| self.err(e))?;
-                    words
-                        .insert(*id, doc.words.as_slice())
-                        .map_err(|e| self.err(e))?;
-                    continue;
-                }
-                if head.inactive == now && head.id == new_id {
-                    continue;
-                }
-                if head.inactive.is_none() != now.is_none() {
-                    let t = store::read_terms(self.store, &terms, *id, &head.lens)?;
-                    if now.is_none() {
-                        for (term, stats) in &t {
-                            self.queue_add(*id, term, stats);
-                        }
-                    } else {
-                        self.queue_remove(*id, &t);
-                    }
-                }
-                head.inactive = now;
-                head.id = new_id;
-                let bytes = docs
-                    .get(*id)
-                    .map_err(|e| self.err(e))?
-                    .map(|v| v.value().to_vec());
-                if let Some(bytes) = bytes {
-                    let (_, rest) = postcard::take_from_bytes::<DocHead>(&bytes)
-                        .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
-                    let body: DocBody = decode(self.store, rest, "document body")?;
-                    docs.insert(*id, encode(&(&*head, &body)).as_slice())
-                        .map_err(|e| self.err(e))?;
+                    None => self.rewrite(t, *id, head, now)?,
                 }
             }
             Ok(builder
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         })?;
-        let mut built =
+        let built =
             built.map_err(|(id, e)| self.store.bad_record(format!("document {id}: {e}")))?;
+        self.queue_built(built);
+        Ok(())
+    }
+
+    /// Writes a new document's records with its decision.
+    fn write_new(
+        &self,
+        t: &mut DocTables<'_>,
+        id: u32,
+        head: &mut DocHead,
+        now: Decided,
+        doc: NewRecords,
+        forward: &[u8],
+    ) -> Result<(), StoreError> {
+        head.inactive = now.inactive;
+        head.id = now.id;
+        t.docs
+            .insert(id, encode(&(&*head, &doc.body)).as_slice())
+            .map_err(|e| self.err(e))?;
+        t.terms.insert(id, forward).map_err(|e| self.err(e))?;
+        t.words
+            .insert(id, doc.words.as_slice())
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Rewrites a kept document's head when its decision changed, and queues its postings
+    /// in or out when its offer flipped.
+    fn rewrite(
+        &mut self,
+        t: &mut DocTables<'_>,
+        id: u32,
+        head: &mut DocHead,
+        now: Decided,
+    ) -> Result<(), StoreError> {
+        if head.inactive == now.inactive && head.id == now.id {
+            return Ok(());
+        }
+        if head.inactive.is_none() != now.inactive.is_none() {
+            let terms = store::read_terms(self.store, &t.terms, id, &head.lens)?;
+            if now.inactive.is_none() {
+                for (term, stats) in &terms {
+                    self.queue_add(id, term, stats);
+                }
+            } else {
+                self.queue_remove(id, &terms);
+            }
+        }
+        head.inactive = now.inactive;
+        head.id = now.id;
+        let bytes = t
+            .docs
+            .get(id)
+            .map_err(|e| self.err(e))?
+            .map(|v| v.value().to_vec());
+        if let Some(bytes) = bytes {
+            let (_, rest) = postcard::take_from_bytes::<DocHead>(&bytes)
+                .map_err(|e| self.store.bad_record(format!("document {id}: {e}")))?;
+            let body: DocBody = decode(self.store, rest, "document body")?;
+            t.docs
+                .insert(id, encode(&(&*head, &body)).as_slice())
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Queues the postings the builder thread made.
+    fn queue_built(&mut self, mut built: FxHashMap<String, postings::Builder>) {
         // The larger map takes the smaller's lists (a full build's are all the thread's), so
         // no map is rebuilt entry by entry beside the one it copies.
         if built.len() > self.add.len() {
@@ -571,47 +732,6 @@ impl Documents<'_> {
                 }
             }
         }
-        if !incremental {
-            return Ok(decided.rules);
-        }
-        // Merge: the committed rules of every document not decided again, then the new
-        // decisions of those that were.
-        let committed = committed_rules.unwrap_or_default();
-        let decided_docs: FxHashSet<u32> = heads
-            .iter()
-            .filter(|(_, h)| counts(h))
-            .map(|(d, _)| *d)
-            .collect();
-        let gone_set: FxHashSet<u32> = gone.iter().copied().collect();
-        let redo = |d: u32| decided_docs.contains(&d) || gone_set.contains(&d);
-        let mut rules = OfferRules {
-            docs: committed
-                .docs
-                .into_iter()
-                .filter(|r| !redo(r.doc))
-                .chain(
-                    decided
-                        .rules
-                        .docs
-                        .into_iter()
-                        .filter(|r| decided_docs.contains(&r.doc)),
-                )
-                .collect(),
-            clashes: committed
-                .clashes
-                .into_iter()
-                .filter(|g| !g.iter().any(|m| redo(m.doc)))
-                .chain(
-                    decided
-                        .rules
-                        .clashes
-                        .into_iter()
-                        .filter(|g| g.iter().all(|m| decided_docs.contains(&m.doc))),
-                )
-                .collect(),
-        };
-        rules.docs.sort_by_key(|r| r.doc);
-        Ok(rules)
     }
 
     fn queue_remove(&mut self, doc: u32, terms: &[TermEntry]) {
@@ -705,4 +825,74 @@ impl Documents<'_> {
         self.remove.clear();
         Ok(())
     }
+}
+
+/// The names (frontmatter and folder) of the gone and new documents.
+fn changed_names(gone: &[(u32, DocHead)], new: &[(u32, DocHead)]) -> FxHashSet<String> {
+    let mut names = FxHashSet::default();
+    for (_, h) in gone.iter().chain(new) {
+        names.insert(h.name.clone());
+        names.insert(h.dir_name.clone());
+    }
+    names
+}
+
+/// Counts a document with field lengths `lens` in (`add`) or out of the statistics.
+fn count(stats: &mut CorpusStats, lens: &[u32; FIELD_COUNT], add: bool) {
+    if add {
+        stats.docs += 1;
+    } else {
+        stats.docs -= 1;
+    }
+    for (sum, &len) in stats.sum_lens.iter_mut().zip(lens) {
+        if add {
+            *sum += u64::from(len);
+        } else {
+            *sum -= u64::from(len);
+        }
+    }
+}
+
+/// The offer rules after an incremental decision: the committed rules of every document
+/// not decided again (nor gone), then the new rules of those that were.
+fn merge_rules(
+    committed: OfferRules,
+    decided: OfferRules,
+    heads: &BTreeMap<u32, DocHead>,
+    scope: &Scope,
+    gone: &[u32],
+) -> OfferRules {
+    let decided_docs: FxHashSet<u32> = heads
+        .iter()
+        .filter(|(_, h)| scope.decides(h))
+        .map(|(d, _)| *d)
+        .collect();
+    let gone: FxHashSet<u32> = gone.iter().copied().collect();
+    let redo = |d: u32| decided_docs.contains(&d) || gone.contains(&d);
+    let mut rules = OfferRules {
+        docs: committed
+            .docs
+            .into_iter()
+            .filter(|r| !redo(r.doc))
+            .chain(
+                decided
+                    .docs
+                    .into_iter()
+                    .filter(|r| decided_docs.contains(&r.doc)),
+            )
+            .collect(),
+        clashes: committed
+            .clashes
+            .into_iter()
+            .filter(|g| !g.iter().any(|m| redo(m.doc)))
+            .chain(
+                decided
+                    .clashes
+                    .into_iter()
+                    .filter(|g| g.iter().all(|m| decided_docs.contains(&m.doc))),
+            )
+            .collect(),
+    };
+    rules.docs.sort_by_key(|r| r.doc);
+    rules
 }

@@ -23,6 +23,7 @@ use crate::scan::{self, Problem};
 use crate::skill;
 use crate::store::records::*;
 use crate::store::{self, decode, encode, ProfileTables, Store, StoreError, PROFILES};
+use crate::version::HermesVersion;
 use plan::Committed;
 use redb::{ReadableTable, WriteTransaction};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -124,6 +125,18 @@ impl SyncReport {
         *since = Instant::now();
     }
 
+    /// Counts the files hashed and the files parsed.
+    fn count_observed(&mut self, observed: &[observe::Observed]) {
+        self.hashed = observed
+            .iter()
+            .filter(|o| o.observation.hash().is_some())
+            .count();
+        self.parsed = observed
+            .iter()
+            .filter(|o| matches!(o.observation, observe::Observation::Changed { .. }))
+            .count();
+    }
+
     fn take_tally(&mut self, tally: plan::Tally) {
         self.added = tally.added;
         self.updated = tally.updated;
@@ -174,16 +187,7 @@ pub fn sync_profile(
         profile: profile.name.clone(),
         ..Default::default()
     };
-    if let Some(recorded) = store.root_home()? {
-        if recorded != profile.root {
-            return Err(StoreError::OtherHome {
-                path: store.path().to_owned(),
-                recorded,
-                requested: profile.root.clone(),
-            }
-            .into());
-        }
-    }
+    check_home(store, profile)?;
 
     let mut mark = Instant::now();
     let (mut base, dir_cache, base_problems, rules) = if opts.rebuild {
@@ -191,42 +195,14 @@ pub fn sync_profile(
     } else {
         read_base(store, &tables)?
     };
-    let hermes = crate::version::HermesVersion::resolve(
-        opts.hermes,
-        rules.and_then(crate::version::HermesVersion::of_reading_rules),
-    );
-    let config = match HermesConfig::load(&profile.home, hermes) {
-        Ok(c) => c,
-        Err(e) => {
-            let unreadable = matches!(e, crate::config::ConfigError::Yaml { .. });
-            report.warnings.push(Problem {
-                path: profile.home.join("config.yaml"),
-                reason: e.to_string(),
-            });
-            HermesConfig {
-                unreadable,
-                ..HermesConfig::default()
-            }
-        }
-    };
+    let hermes =
+        HermesVersion::resolve(opts.hermes, rules.and_then(HermesVersion::of_reading_rules));
+    let config = load_config(profile, hermes, &mut report);
     let snapshot = ConfigSnapshot::of(&config);
     let roots = scan::skill_roots(&profile.home, &config, hermes);
-    // Documents made by other rules are all made again: every entry is marked for
-    // re-reading (an impossible hash, an untrusted stat), as a migration marks them.
     let reading = reading_rules(hermes);
     if !base.manifest.is_empty() && rules != Some(reading) {
-        report.read_again = true;
-        for entry in base.manifest.values_mut() {
-            entry.hash = [0; 32];
-            entry.verified_at_ns = 0;
-        }
-        report.warnings.push(Problem {
-            path: store.path().to_owned(),
-            reason: format!(
-                "the index was made by another version of skillidx's reading rules or for \
-                 another Hermes release (now {hermes}); every skill is read again"
-            ),
-        });
+        read_again(store, &mut base, hermes, &mut report);
     }
     report.phase("read base", &mut mark);
     fail_point(store, failpoint::names::SYNC_AFTER_BASE)?;
@@ -242,14 +218,7 @@ pub fn sync_profile(
     fail_point(store, failpoint::names::SYNC_AFTER_SCAN)?;
     let observed = observe::observe(found.found, &base.manifest, opts.progress, hermes);
     report.phase("hash and parse", &mut mark);
-    report.hashed = observed
-        .iter()
-        .filter(|o| o.observation.hash().is_some())
-        .count();
-    report.parsed = observed
-        .iter()
-        .filter(|o| matches!(o.observation, observe::Observation::Changed { .. }))
-        .count();
+    report.count_observed(&observed);
 
     let mut dirs = DirUpdate::diff(&dir_cache, found.listings);
     // Refreshing the folder cache is worth a write of its own only when much of it is
@@ -312,39 +281,12 @@ pub fn sync_profile(
     // The committed state the plan is applied to: the base itself when no other sync
     // committed since it was read (`None`: borrowing it, since a copy of a hub-sized
     // manifest costs tens of milliseconds to make and to free), else what is committed now.
-    let moved = if opts.rebuild {
-        let generation = read_stats(store, &txn, &tables)?.generation;
-        store::delete_profile_tables(store, &txn, &tables)?;
-        Some(Committed {
-            stats: CorpusStats {
-                generation,
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-    } else {
-        let generation = read_stats(store, &txn, &tables)?.generation;
-        if generation == base.stats.generation {
-            None
-        } else {
-            report.replanned = true;
-            Some(read_committed(store, &txn, &tables)?)
-        }
-    };
+    let moved = committed_now(store, &txn, &tables, &base, opts.rebuild)?;
+    report.replanned = moved.is_some() && !opts.rebuild;
     let current = moved.as_ref().unwrap_or(&base);
-    if opts.rebuild || report.replanned {
+    if moved.is_some() {
         // The file as it is now decides between our look and the other sync's.
-        let fresh: FxHashMap<String, Option<scan::FileStat>> = plan::conflicts(&base, current)
-            .into_iter()
-            .map(|key| {
-                // Stat as the scan does: through links, regular files only.
-                let stat = std::fs::metadata(&key)
-                    .ok()
-                    .filter(std::fs::Metadata::is_file)
-                    .map(|m| scan::FileStat::of(&m));
-                (key, stat)
-            })
-            .collect();
+        let fresh = restat(plan::conflicts(&base, current));
         planned = plan::plan(&base, current, &observed, &fresh, &snapshot, &os, now);
     }
     let changed = opts.rebuild || !planned.is_empty();
@@ -356,18 +298,18 @@ pub fn sync_profile(
     // and this gives it back the 90k folders' worth first.
     drop((dirs, dir_cache));
     if changed {
-        let applied = apply::apply(
+        let to = apply::Target {
             store,
-            &tables,
-            &txn,
-            planned,
-            observed,
-            &snapshot,
-            &os,
-            current.stats.clone(),
-            now,
-            reading,
-        )?;
+            tables: &tables,
+            txn: &txn,
+        };
+        let ctx = apply::Context {
+            config: &snapshot,
+            os: &os,
+            now_ns: now,
+            reading_rules: reading,
+        };
+        let applied = apply::apply(&to, planned, observed, current.stats.clone(), &ctx)?;
         report.generation = applied.generation;
         report.active = applied.active;
         report.inactive = applied.inactive;
@@ -407,6 +349,98 @@ pub fn sync_profile(
     }
     report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(report)
+}
+
+/// Refuses a file that records another root home than the profile's.
+fn check_home(store: &Store, profile: &Profile) -> Result<(), SyncError> {
+    match store.root_home()? {
+        Some(recorded) if recorded != profile.root => Err(StoreError::OtherHome {
+            path: store.path().to_owned(),
+            recorded,
+            requested: profile.root.clone(),
+        }
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// The profile's `config.yaml` as Hermes `hermes` reads it. A file that cannot be read is
+/// reported and read as empty, and one that is not YAML here as disabling every skill.
+fn load_config(profile: &Profile, hermes: HermesVersion, report: &mut SyncReport) -> HermesConfig {
+    match HermesConfig::load(&profile.home, hermes) {
+        Ok(c) => c,
+        Err(e) => {
+            let unreadable = matches!(e, crate::config::ConfigError::Yaml { .. });
+            report.warnings.push(Problem {
+                path: profile.home.join("config.yaml"),
+                reason: e.to_string(),
+            });
+            HermesConfig {
+                unreadable,
+                ..HermesConfig::default()
+            }
+        }
+    }
+}
+
+/// Marks every entry of `base` for re-reading (an impossible hash, an untrusted stat), as
+/// a migration marks them: the documents were made by other reading rules, or for another
+/// Hermes release, and are all made again.
+fn read_again(store: &Store, base: &mut Committed, hermes: HermesVersion, report: &mut SyncReport) {
+    report.read_again = true;
+    for entry in base.manifest.values_mut() {
+        entry.hash = [0; 32];
+        entry.verified_at_ns = 0;
+    }
+    report.warnings.push(Problem {
+        path: store.path().to_owned(),
+        reason: format!(
+            "the index was made by another version of skillidx's reading rules or for \
+             another Hermes release (now {hermes}); every skill is read again"
+        ),
+    });
+}
+
+/// What is committed now, read inside the write transaction, when the plan cannot be
+/// applied to `base` as made: another sync committed since it was read, or a rebuild
+/// (which deletes the profile's tables, keeping only the generation). `None` when `base` is
+/// still what is committed.
+fn committed_now(
+    store: &Store,
+    txn: &redb::WriteTransaction,
+    tables: &ProfileTables,
+    base: &Committed,
+    rebuild: bool,
+) -> Result<Option<Committed>, StoreError> {
+    let generation = read_stats(store, txn, tables)?.generation;
+    if rebuild {
+        store::delete_profile_tables(store, txn, tables)?;
+        return Ok(Some(Committed {
+            stats: CorpusStats {
+                generation,
+                ..Default::default()
+            },
+            ..Default::default()
+        }));
+    }
+    if generation == base.stats.generation {
+        return Ok(None);
+    }
+    read_committed(store, txn, tables).map(Some)
+}
+
+/// The stat of each file in `keys` now, taken as the scan takes it: through links, regular
+/// files only.
+fn restat(keys: Vec<String>) -> FxHashMap<String, Option<scan::FileStat>> {
+    keys.into_iter()
+        .map(|key| {
+            let stat = std::fs::metadata(&key)
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| scan::FileStat::of(&m));
+            (key, stat)
+        })
+        .collect()
 }
 
 /// Reads the base of a sync in one read transaction: the committed state and the folder
