@@ -44,6 +44,8 @@ pub struct Due {
 #[derive(Debug, Clone)]
 pub struct Freshness {
     home: PathBuf,
+    /// Another agent's folders, which are the roots instead of the home's.
+    agent: Option<crate::agent::AgentDirs>,
     ttl: Duration,
     /// The roots, and the config stat and time they were derived at.
     roots: Option<(Option<FileStat>, Instant, Vec<PathBuf>)>,
@@ -57,13 +59,22 @@ impl Freshness {
     /// A check for `profile`'s home with the default 30 s TTL; stale until the first
     /// [`Freshness::mark_synced`].
     pub fn new(profile: &Profile) -> Freshness {
-        Self::with_ttl(&profile.home, DEFAULT_TTL)
+        Self::of_profile(profile, DEFAULT_TTL)
+    }
+
+    /// A check for `profile` (a Hermes home's, or another agent's folders) with `ttl`.
+    pub fn of_profile(profile: &Profile, ttl: Duration) -> Freshness {
+        Freshness {
+            agent: profile.agent.clone(),
+            ..Self::with_ttl(&profile.home, ttl)
+        }
     }
 
     /// A check for the profile home `home` with the given TTL.
     pub fn with_ttl(home: &Path, ttl: Duration) -> Freshness {
         Freshness {
             home: home.to_path_buf(),
+            agent: None,
             ttl,
             roots: None,
             synced: None,
@@ -133,11 +144,14 @@ impl Freshness {
             // The newest release's roots (with `skills.create_dir`): watching one root
             // more than the profile's Hermes reads costs at most a needless sync.
             let newest = crate::version::HermesVersion::NEWEST;
-            let cfg = HermesConfig::load(&self.home, newest).unwrap_or_default();
-            let roots = skill_roots(&self.home, &cfg, newest)
-                .into_iter()
-                .map(|r| r.path)
-                .collect();
+            let roots = match &self.agent {
+                Some(dirs) => crate::scan::agent_roots(dirs),
+                None => {
+                    let cfg = HermesConfig::load(&self.home, newest).unwrap_or_default();
+                    skill_roots(&self.home, &cfg, newest)
+                }
+            };
+            let roots = roots.into_iter().map(|r| r.path).collect();
             self.roots = Some((config, Instant::now(), roots));
         }
         let mut h = DefaultHasher::new();

@@ -37,6 +37,21 @@ pub struct Profile {
     pub home: PathBuf,
     /// The root home it belongs to (the index records it, to refuse another home).
     pub root: PathBuf,
+    /// For another agent's skills (not a Hermes profile), that agent's folders: they are
+    /// the profile's roots, and no `config.yaml` is read.
+    pub agent: Option<crate::agent::AgentDirs>,
+}
+
+impl Profile {
+    /// The profile of another agent's skill folders, indexed in the store of `root`.
+    pub fn of_agent(root: &Root, dirs: crate::agent::AgentDirs, user_home: PathBuf) -> Profile {
+        Profile {
+            name: dirs.profile_name(),
+            home: user_home,
+            root: root.path.clone(),
+            agent: Some(dirs),
+        }
+    }
 }
 
 /// A Hermes home that cannot be used.
@@ -175,6 +190,7 @@ impl Root {
             name: name.to_owned(),
             home,
             root: self.path.clone(),
+            agent: None,
         })
     }
 
@@ -184,6 +200,7 @@ impl Root {
             name: DEFAULT_PROFILE.to_owned(),
             home: self.path.clone(),
             root: self.path.clone(),
+            agent: None,
         }];
         let mut names: Vec<String> = std::fs::read_dir(self.path.join("profiles"))
             .into_iter()
@@ -197,6 +214,7 @@ impl Root {
         out.extend(names.into_iter().map(|name| Profile {
             home: self.profile_home(&name),
             root: self.path.clone(),
+            agent: None,
             name,
         }));
         out

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod analyze;
 pub mod cli;
 pub mod compact;

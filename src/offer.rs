@@ -196,6 +196,16 @@ impl Session {
         }
     }
 
+    /// The session of this process for the profile `name` at `home`: [`Session::detect`],
+    /// with plugin skills offered in another agent's profile (Claude Code lists its plugins'
+    /// skills, as `plugin:name`).
+    pub fn for_profile(name: &str, home: &Path) -> Session {
+        Session {
+            plugins: crate::agent::is_agent_profile(name),
+            ..Session::detect(home)
+        }
+    }
+
     /// Whether a skill's `session_platforms` let it through in this session (0.21's
     /// `_skill_should_show`, before the tool conditions): no list, no platform known (fail
     /// open), or the platform, stripped and lower-cased, in the list.

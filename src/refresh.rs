@@ -568,7 +568,7 @@ impl LiveIndex {
     /// it) unless `opts.readonly`; any other problem with the file is an error.
     pub fn new(profile: Profile, db: PathBuf, opts: LiveOptions) -> Result<LiveIndex, Error> {
         let inner = Arc::new(Inner {
-            freshness: Mutex::new(Freshness::with_ttl(&profile.home, opts.ttl)),
+            freshness: Mutex::new(Freshness::of_profile(&profile, opts.ttl)),
             db,
             profile,
             opts,
@@ -772,7 +772,10 @@ impl LiveIndex {
     fn with_session(&self, opts: &SearchOptions) -> SearchOptions {
         let mut opts = opts.clone();
         if opts.session.is_none() {
-            opts.session = Some(Session::detect(&self.inner.profile.home));
+            opts.session = Some(Session::for_profile(
+                &self.inner.profile.name,
+                &self.inner.profile.home,
+            ));
         }
         #[cfg(feature = "semantic")]
         if opts.semantic.is_none() {

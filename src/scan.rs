@@ -6,6 +6,7 @@
 //! way, but a symlink loop, an unreadable folder or a SKILL.md that is not a regular file
 //! becomes a [`Problem`] naming the path instead of an endless walk or a silent gap.
 
+use crate::agent::{AgentDirs, Scope};
 use crate::config::HermesConfig;
 use crate::skill::{Location, Origin, ORG_DIR};
 use crate::version::HermesVersion;
@@ -115,7 +116,14 @@ pub fn skill_roots(home: &Path, config: &HermesConfig, version: HermesVersion) -
             org: OrgMirrors::Plain,
         });
     }
-    let mut plugins: Vec<(String, PathBuf)> = std::fs::read_dir(home.join("plugins"))
+    roots.extend(plugin_roots(&home.join("plugins")));
+    roots
+}
+
+/// Each `<dir>/<plugin>/skills` folder, by plugin name: a root whose skills are named
+/// `<plugin>:<name>`.
+fn plugin_roots(dir: &Path) -> Vec<SkillRoot> {
+    let mut plugins: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
@@ -126,11 +134,38 @@ pub fn skill_roots(home: &Path, config: &HermesConfig, version: HermesVersion) -
         })
         .collect();
     plugins.sort();
-    roots.extend(plugins.into_iter().map(|(name, path)| SkillRoot {
-        path,
-        origin: Origin::Plugin(name),
-        org: OrgMirrors::Plain,
-    }));
+    plugins
+        .into_iter()
+        .map(|(name, path)| SkillRoot {
+            path,
+            origin: Origin::Plugin(name),
+            org: OrgMirrors::Plain,
+        })
+        .collect()
+}
+
+/// The skill roots of another agent's folders, winner first: the first folder plays
+/// Hermes' local root (its skills shadow the others'), the rest its external dirs in order,
+/// and a plugins folder one root per plugin.
+pub fn agent_roots(dirs: &AgentDirs) -> Vec<SkillRoot> {
+    let mut roots = Vec::new();
+    let mut plain = 0u32;
+    for root in &dirs.roots {
+        if root.scope == Scope::Plugins {
+            roots.extend(plugin_roots(&root.path));
+            continue;
+        }
+        let origin = match plain {
+            0 => Origin::Local,
+            n => Origin::External(n - 1),
+        };
+        plain += 1;
+        roots.push(SkillRoot {
+            path: root.path.clone(),
+            origin,
+            org: OrgMirrors::Plain,
+        });
+    }
     roots
 }
 

@@ -11,7 +11,12 @@ fn session(h: &Home, lines: &[&str]) -> Vec<Value> {
     let live = LiveIndex::locate(Some(h.path()), None, None, LiveOptions::default()).unwrap();
     live.prepare().unwrap();
     let mut out = Vec::new();
-    skillidx::mcp::serve(&live, lines.join("\n").as_bytes(), &mut out).unwrap();
+    skillidx::mcp::serve(
+        &skillidx::mcp::Served::one("hermes", live),
+        lines.join("\n").as_bytes(),
+        &mut out,
+    )
+    .unwrap();
     String::from_utf8(out)
         .unwrap()
         .lines()

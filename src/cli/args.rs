@@ -1,5 +1,6 @@
 //! The options several commands share, and the index and profile they open from them.
 
+use crate::agent::Agent;
 use crate::home::{Profile, Root};
 use crate::offer::{Environments, Session};
 use crate::search::{Params, Ranking, Scoring, SearchOptions};
@@ -31,6 +32,29 @@ pub struct Common {
     /// already follows, else the newest supported, 0.21).
     #[arg(long, global = true, value_name = "X.Y.Z")]
     pub hermes_version: Option<String>,
+    /// Another agent's skills instead of a Hermes profile: claude-code, codex, copilot or
+    /// opencode (`hermes`: the Hermes profile). Indexed by `skillidx sync --agent`.
+    #[arg(long, global = true, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// The working directory whose project skills count (default: the current one).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// Where another agent's skills are indexed when there is no Hermes home: `~/.skillidx`
+/// (made when missing), whose `skillidx.redb` is the index.
+fn agent_store_root() -> Result<Root> {
+    let home = crate::agent::user_home()
+        .ok_or_else(|| anyhow::anyhow!("HOME is not set: no place for the index"))?;
+    let dir = home.join(".skillidx");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot make {}: {e}", dir.display()))?;
+    let path = std::fs::canonicalize(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", dir.display()))?;
+    Ok(Root {
+        path,
+        selected: None,
+    })
 }
 
 /// The root home and the index file a command works on.
@@ -44,9 +68,83 @@ pub struct Place {
 impl Common {
     /// The root home (`--home`, `$HERMES_HOME`, `~/.hermes`) and the index file.
     pub fn place(&self) -> Result<Place> {
-        let root = Root::locate(self.home.as_deref())?;
+        let root = match Root::locate(self.home.as_deref()) {
+            Ok(root) => root,
+            // Another agent's skills need no Hermes home: they are kept in skillidx's own.
+            Err(crate::home::HomeError::Missing(_))
+                if self.home.is_none() && self.other_agent()?.is_some() =>
+            {
+                agent_store_root()?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let db = self.db.clone().unwrap_or_else(|| root.default_db_path());
         Ok(Place { root, db })
+    }
+
+    /// The agent `--agent` names, other than Hermes.
+    pub fn other_agent(&self) -> Result<Option<Agent>> {
+        match self.agent.as_deref() {
+            None | Some("hermes") => Ok(None),
+            Some(name) => Agent::parse(name).map(Some).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--agent {name:?}: not one of claude-code, codex, copilot, opencode, hermes"
+                )
+            }),
+        }
+    }
+
+    /// The project root that `--cwd` (else the current directory) is in.
+    pub fn project(&self) -> Option<PathBuf> {
+        let cwd = self.cwd.clone().or_else(|| std::env::current_dir().ok())?;
+        crate::agent::project_root(&cwd)
+    }
+
+    /// `agent`'s profiles here: the user's, and the project's when the project has skill
+    /// folders of that agent.
+    pub fn agent_profiles(&self, place: &Place, agent: Agent) -> Result<Vec<Profile>> {
+        let home = crate::agent::user_home().ok_or_else(|| {
+            anyhow::anyhow!("HOME is not set: cannot find {}'s skills", agent.name())
+        })?;
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let mut out = vec![Profile::of_agent(
+            &place.root,
+            agent.dirs(&home, None, env),
+            home.clone(),
+        )];
+        if let Some(project) = self.project() {
+            let dirs = agent.dirs(&home, Some(&project), env);
+            if dirs.project_has_skills() {
+                out.push(Profile::of_agent(&place.root, dirs, home));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The profile a query reads: `--agent`'s (the project's when it is indexed, else the
+    /// user's), else the Hermes profile.
+    pub fn query_profile(&self, place: &Place, index: &Index) -> Result<Profile> {
+        let Some(agent) = self.other_agent()? else {
+            return Ok(place.root.profile(&self.profile_name(place))?);
+        };
+        let indexed = index.profiles()?;
+        let mut profiles = self.agent_profiles(place, agent)?;
+        let pick = profiles
+            .iter()
+            .rposition(|p| indexed.contains(&p.name))
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}'s skills are not indexed in {}: run `skillidx sync --agent {}`",
+                    agent.name(),
+                    place.db.display(),
+                    agent.name()
+                )
+            })?;
+        Ok(profiles.swap_remove(pick))
     }
 
     /// The profile asked for, else the active one.
@@ -74,8 +172,8 @@ impl Common {
     /// profile, checked to exist in the home and in the index.
     pub fn open_query(&self) -> Result<(Place, Index, Profile)> {
         let place = self.place()?;
-        let profile = place.root.profile(&self.profile_name(&place))?;
         let index = Index::open(&place.db)?;
+        let profile = self.query_profile(&place, &index)?;
         index.ensure_home(&place.root.path)?;
         index.ensure_profile(&profile.name)?;
         Ok((place, index, profile))
@@ -113,7 +211,7 @@ pub struct SessionArgs {
 impl SessionArgs {
     /// The session these options describe, for `profile`.
     pub fn session(&self, profile: &Profile) -> Result<Session> {
-        let mut session = Session::detect(&profile.home);
+        let mut session = Session::for_profile(&profile.name, &profile.home);
         if let Some(env) = &self.env {
             session.environments = Environments::parse(env).map_err(anyhow::Error::msg)?;
         }

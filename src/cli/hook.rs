@@ -11,10 +11,12 @@
 //! nothing: a hook must never block the prompt.
 
 use super::args::Common;
+use crate::agent::Agent;
 use crate::refresh::{LiveIndex, LiveOptions};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 use std::io::Read;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// What reaches the model whole: Claude Code keeps hook output up to 10,000 characters.
@@ -35,10 +37,21 @@ pub enum HookAgent {
     Codex,
 }
 
+impl HookAgent {
+    /// The agent whose skills the hook serves first.
+    fn agent(self) -> Agent {
+        match self {
+            HookAgent::ClaudeCode => Agent::ClaudeCode,
+            HookAgent::Codex => Agent::Codex,
+        }
+    }
+}
+
 /// `skillidx hook`'s options.
 #[derive(Args, Debug)]
 pub struct HookArgs {
     /// The agent running the hook.
+    #[arg(id = "hook_agent", value_name = "AGENT")]
     agent: HookAgent,
     #[command(flatten)]
     common: Common,
@@ -51,7 +64,7 @@ pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
         .take(MAX_INPUT_BYTES)
         .read_to_string(&mut input);
     if read.is_ok() {
-        if let Some(out) = respond(&args.common, &input) {
+        if let Some(out) = respond(&args.common, args.agent.agent(), &input) {
             super::output::outln!("{out}")?;
         }
     }
@@ -59,7 +72,7 @@ pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The hook's stdout for the event `input`, or `None` to add nothing.
-pub fn respond(common: &Common, input: &str) -> Option<String> {
+pub fn respond(common: &Common, agent: Agent, input: &str) -> Option<String> {
     let event: Value = serde_json::from_str(input).ok()?;
     // Only the event this hook is for: another one registered by mistake adds nothing.
     let event_name = event
@@ -72,16 +85,8 @@ pub fn respond(common: &Common, input: &str) -> Option<String> {
     if crate::hermes::is_chit_chat(prompt) {
         return None;
     }
-    let live = LiveIndex::locate(
-        common.home.as_deref(),
-        common.profile.as_deref(),
-        common.db.as_deref(),
-        LiveOptions {
-            readonly: true,
-            ..LiveOptions::default()
-        },
-    )
-    .ok()?;
+    let cwd = event.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+    let live = live_for(common, agent, cwd)?;
     let context = context_for(&live, prompt)?;
     Some(
         json!({"hookSpecificOutput": {"hookEventName": PROMPT_EVENT, "additionalContext": context}})
@@ -91,6 +96,36 @@ pub fn respond(common: &Common, input: &str) -> Option<String> {
 
 /// The skills block for `prompt`: the plugin's choice, each entry with its SKILL.md path,
 /// within [`MAX_CONTEXT_CHARS`]; `None` when nothing passes the floor.
+/// The index the hook answers from: the agent's own skills when `skillidx sync --agent`
+/// indexed them (its project's, for the event's working directory, when indexed), else the
+/// Hermes profile.
+fn live_for(common: &Common, agent: Agent, cwd: Option<PathBuf>) -> Option<LiveIndex> {
+    let opts = LiveOptions {
+        readonly: true,
+        ..LiveOptions::default()
+    };
+    let mine = Common {
+        agent: Some(agent.name().to_owned()),
+        cwd: cwd.or_else(|| common.cwd.clone()),
+        ..common.clone()
+    };
+    if let Ok(place) = mine.place() {
+        let profile = crate::Index::open(&place.db)
+            .ok()
+            .and_then(|index| mine.query_profile(&place, &index).ok());
+        if let Some(profile) = profile {
+            return LiveIndex::new(profile, place.db, opts).ok();
+        }
+    }
+    LiveIndex::locate(
+        common.home.as_deref(),
+        common.profile.as_deref(),
+        common.db.as_deref(),
+        opts,
+    )
+    .ok()
+}
+
 pub fn context_for(live: &LiveIndex, prompt: &str) -> Option<String> {
     let hits = crate::select::injected(
         live,

@@ -2,6 +2,8 @@
 
 use super::args::Common;
 use super::output::errln;
+use crate::agent::Agent;
+use crate::mcp::Served;
 use crate::refresh::{LiveIndex, LiveOptions};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -18,24 +20,56 @@ pub struct McpArgs {
 /// then answers requests on stdin until it closes. Everything but the protocol goes to
 /// stderr: stdout is the transport.
 pub fn run(args: McpArgs) -> Result<ExitCode> {
-    let live = open(&args.common)?;
-    crate::mcp::serve(&live, std::io::stdin().lock(), std::io::stdout().lock())
+    let common = args.common;
+    let agent = common.other_agent()?;
+    let first = open(&common)?;
+    let name = agent.map_or(crate::mcp::tools::AGENT, Agent::name);
+    let served = Served::one(name, first).with_opener(Box::new(move |asked| {
+        open_agent(&common, asked).map_err(|e| format!("{e:#}"))
+    }));
+    crate::mcp::serve(&served, std::io::stdin().lock(), std::io::stdout().lock())
         .context("serving MCP on stdio")?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The profile's live index (`--home`, `--profile`, `--db`), built when missing.
+/// The index of the agent a call asked for: `hermes` (the Hermes profile), or another
+/// agent's skills as seen from the server's working directory.
+fn open_agent(common: &Common, asked: &str) -> Result<LiveIndex> {
+    if asked != crate::mcp::tools::AGENT && Agent::parse(asked).is_none() {
+        anyhow::bail!(
+            "Unknown agent {:?}: one of claude-code, codex, copilot, opencode, hermes.",
+            crate::safety::inline(asked)
+        );
+    }
+    open(&Common {
+        agent: Some(asked.to_owned()),
+        ..common.clone()
+    })
+}
+
+/// Opens the index `common` names as the plugin does (a `LiveIndex`: read-only handle,
+/// background syncs), building it first when the file or the profile is not there yet.
+/// For another agent, the profile is its project's when the working directory is in a
+/// project with its skill folders, else its user's.
 pub fn open(common: &Common) -> Result<LiveIndex> {
     let opts = LiveOptions {
         hermes: common.hermes()?,
         ..LiveOptions::default()
     };
-    let live = LiveIndex::locate(
-        common.home.as_deref(),
-        common.profile.as_deref(),
-        common.db.as_deref(),
-        opts,
-    )
+    let live = match common.other_agent()? {
+        Some(agent) => {
+            let place = common.place()?;
+            let mut profiles = common.agent_profiles(&place, agent)?;
+            let profile = profiles.pop().context("no profile")?;
+            LiveIndex::new(profile, place.db, opts)
+        }
+        None => LiveIndex::locate(
+            common.home.as_deref(),
+            common.profile.as_deref(),
+            common.db.as_deref(),
+            opts,
+        ),
+    }
     .context("opening the skill index")?;
     if let Some(report) = live.prepare().context("building the skill index")? {
         errln!(

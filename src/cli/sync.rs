@@ -38,16 +38,22 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
         semantic,
         common,
     } = args;
-    let place = common.place()?;
+    let everyone = common.agent.as_deref() == Some("all");
+    let place = if everyone {
+        // `all`: the agents' skills go into the Hermes home's index when there is one.
+        Common {
+            agent: Some(crate::agent::Agent::ClaudeCode.name().into()),
+            ..common.clone()
+        }
+        .place()?
+    } else {
+        common.place()?
+    };
     let hermes = common.hermes()?;
     let model = semantic.load();
     #[cfg(not(feature = "semantic"))]
     let _ = model;
-    let profiles: Vec<Profile> = if all_profiles {
-        place.root.profiles()
-    } else {
-        vec![place.root.profile(&common.profile_name(&place))?]
-    };
+    let profiles = targets(&common, &place, all_profiles, everyone)?;
     // A first build into a file this command creates: like a rebuild, one big transaction.
     let creating = std::fs::metadata(&place.db).map_or(true, |m| m.len() == 0);
     let mut index = open(&place.db, &place.root.path, rebuild)?;
@@ -62,7 +68,7 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
     }
     if all_profiles {
         for name in index.profiles()? {
-            if profiles.iter().all(|p| p.name != name) {
+            if !crate::agent::is_agent_profile(&name) && profiles.iter().all(|p| p.name != name) {
                 index
                     .drop_profile(&name)
                     .with_context(|| format!("dropping profile {name}"))?;
@@ -84,6 +90,44 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&reports)?)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The profiles to sync: `--agent`'s (the user's and the project's), every agent's and the
+/// Hermes home's for `--agent all`, else the Hermes profile (or every one).
+fn targets(
+    common: &Common,
+    place: &super::args::Place,
+    all_profiles: bool,
+    everyone: bool,
+) -> Result<Vec<Profile>> {
+    let hermes_home =
+        place.root.path.join("skills").is_dir() || place.root.path.join("config.yaml").is_file();
+    let mut out = Vec::new();
+    if everyone {
+        if hermes_home {
+            out.extend(hermes_profiles(common, place, all_profiles)?);
+        }
+        for agent in crate::agent::Agent::ALL {
+            out.extend(common.agent_profiles(place, agent)?);
+        }
+        return Ok(out);
+    }
+    match common.other_agent()? {
+        Some(agent) => common.agent_profiles(place, agent),
+        None => hermes_profiles(common, place, all_profiles),
+    }
+}
+
+fn hermes_profiles(
+    common: &Common,
+    place: &super::args::Place,
+    all_profiles: bool,
+) -> Result<Vec<Profile>> {
+    Ok(if all_profiles {
+        place.root.profiles()
+    } else {
+        vec![place.root.profile(&common.profile_name(place))?]
+    })
 }
 
 /// Whether a sync wrote so much in one transaction that the file holds many dead pages: it

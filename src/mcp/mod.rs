@@ -12,11 +12,12 @@
 //! stops when the client closes its input.
 
 pub mod protocol;
+pub mod served;
 pub mod tools;
 
-use crate::refresh::LiveIndex;
 use protocol::{code, Incoming};
 use serde_json::{json, Value};
+pub use served::Served;
 use std::io::{BufRead, Read, Write};
 
 /// The longest message read: a request is a tool call of a few words; a longer line is
@@ -25,7 +26,7 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Serves requests read from `input` until it ends, writing responses to `output`.
 pub fn serve(
-    live: &LiveIndex,
+    live: &Served,
     mut input: impl BufRead,
     mut output: impl Write,
 ) -> std::io::Result<()> {
@@ -84,7 +85,7 @@ fn skip_line(input: &mut impl BufRead) -> std::io::Result<()> {
 }
 
 /// The response to one message (`None` for a notification).
-pub fn answer(live: &LiveIndex, message: Incoming) -> Option<Value> {
+pub fn answer(live: &Served, message: Incoming) -> Option<Value> {
     let (id, method, params) = match message {
         Incoming::Notification { .. } | Incoming::Response => return None,
         Incoming::Invalid { id, code, message } => {
@@ -103,7 +104,7 @@ pub fn answer(live: &LiveIndex, message: Incoming) -> Option<Value> {
     })
 }
 
-fn dispatch(live: &LiveIndex, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+fn dispatch(live: &Served, method: &str, params: &Value) -> Result<Value, (i64, String)> {
     match method {
         "initialize" => {
             let asked = params.get("protocolVersion").and_then(Value::as_str);

@@ -1,6 +1,7 @@
 //! The server's two tools: `search_skills` and `read_skill`, answered from the same read
 //! path, floor, small-talk gate and copy folding as the Hermes plugin's injection.
 
+use super::Served;
 use crate::refresh::LiveIndex;
 use crate::safety;
 use crate::search::SearchOptions;
@@ -10,7 +11,7 @@ use serde_json::{json, Value};
 pub const MAX_K: usize = 20;
 /// The share of the best score a hit needs, as the plugin's default.
 const MIN_SCORE_RATIO: f64 = crate::hermes::DEFAULT_MIN_SCORE_RATIO;
-/// The agent whose skills this server serves.
+/// The name a call gives a Hermes profile's skills (`agent: "hermes"`).
 pub const AGENT: &str = "hermes";
 
 /// The `tools/list` answer.
@@ -27,7 +28,7 @@ pub fn list() -> Value {
                 "properties": {
                     "query": {"type": "string", "description": "What the skill should do, in a few words (any language)."},
                     "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "description": "How many skills at most (default 6)."},
-                    "agent": {"type": "string", "description": "Whose skills: \"hermes\" (the default, and the only one indexed so far)."}
+                    "agent": {"type": "string", "description": "Whose skills: claude-code, codex, copilot, opencode or hermes (default: the ones this server was started for)."}
                 },
                 "required": ["query"]
             }
@@ -43,7 +44,8 @@ pub fn list() -> Value {
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "description": "The skill's name or category/folder path."},
-                    "file_path": {"type": "string", "description": "Optional: one of the skill's other files, relative to its folder."}
+                    "file_path": {"type": "string", "description": "Optional: one of the skill's other files, relative to its folder."},
+                    "agent": {"type": "string", "description": "Whose skills, as for search_skills."}
                 },
                 "required": ["name"]
             }
@@ -55,13 +57,22 @@ pub fn list() -> Value {
 #[derive(Debug, PartialEq)]
 pub struct BadCall(pub String);
 
-/// Runs tool `name` with `args`: a tool result (`isError` when the tool failed), or a
-/// protocol error for an unknown tool or arguments of the wrong shape.
-pub fn call(live: &LiveIndex, name: &str, args: &Value) -> Result<Value, BadCall> {
-    let text = match name {
-        "search_skills" => search(live, args)?,
-        "read_skill" => read(live, args)?,
+/// A tool: its answer (text, or the text of an error result), or a call it refuses.
+type Tool = fn(&LiveIndex, &Value) -> Result<Result<String, String>, BadCall>;
+
+/// Runs tool `name` with `args` on the index of the agent the call names (`agent`; the
+/// server's own by default): a tool result (`isError` when the tool failed, or the agent's
+/// skills cannot be served), or a protocol error for an unknown tool or arguments of the
+/// wrong shape.
+pub fn call(served: &Served, name: &str, args: &Value) -> Result<Value, BadCall> {
+    let tool: Tool = match name {
+        "search_skills" => search,
+        "read_skill" => read,
         other => return Err(BadCall(format!("unknown tool {other:?}"))),
+    };
+    let text = match served.get(string_arg(args, "agent")?) {
+        Ok(live) => tool(&live, args)?,
+        Err(why) => Err(why),
     };
     Ok(match text {
         Ok(t) => json!({"content": [{"type": "text", "text": t}], "isError": false}),
@@ -90,14 +101,6 @@ fn search(live: &LiveIndex, args: &Value) -> Result<Result<String, String>, BadC
             .ok_or_else(|| BadCall(format!("k must be an integer from 1 to {MAX_K}")))?
             as usize,
     };
-    if let Some(agent) = string_arg(args, "agent")?.filter(|a| *a != AGENT) {
-        return Ok(Err(format!(
-            "Skills of {:?} are not indexed by this server; it serves Hermes' profile {:?}.",
-            safety::inline(agent),
-            live.profile().name
-        )));
-    }
-    // Never waits: a sync that is due starts in the background.
     live.refresh();
     let hits = match crate::select::injected(live, query, k, MIN_SCORE_RATIO) {
         Ok(h) => h,

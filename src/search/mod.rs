@@ -630,7 +630,7 @@ impl<'s> Snapshot<'s> {
     pub fn session(&self, opts: &SearchOptions) -> Result<Session, StoreError> {
         let mut session = match &opts.session {
             Some(s) => s.clone(),
-            None => Session::detect(&self.profile_home()?),
+            None => Session::for_profile(&self.profile, &self.profile_home()?),
         };
         if let Some(p) = &opts.platform {
             session.platform = Some(p.clone());

@@ -195,11 +195,8 @@ pub fn sync_profile(
     } else {
         read_base(store, &tables)?
     };
-    let hermes =
-        HermesVersion::resolve(opts.hermes, rules.and_then(HermesVersion::of_reading_rules));
-    let config = load_config(profile, hermes, &mut report);
+    let (hermes, config, roots) = sources(profile, opts, rules, &mut report);
     let snapshot = ConfigSnapshot::of(&config);
-    let roots = scan::skill_roots(&profile.home, &config, hermes);
     let reading = reading_rules(hermes);
     if !base.manifest.is_empty() && rules != Some(reading) {
         read_again(store, &mut base, hermes, &mut report);
@@ -362,6 +359,26 @@ fn check_home(store: &Store, profile: &Profile) -> Result<(), SyncError> {
         .into()),
         _ => Ok(()),
     }
+}
+
+/// The Hermes release whose rules the profile follows, its configuration and its skill
+/// roots. Another agent's profile has no `config.yaml` and follows the newest release's
+/// reading of a SKILL.md (the folder name stands for an empty `name`, as those agents read it).
+fn sources(
+    profile: &Profile,
+    opts: &SyncOptions<'_>,
+    rules: Option<u64>,
+    report: &mut SyncReport,
+) -> (HermesVersion, HermesConfig, Vec<scan::SkillRoot>) {
+    if let Some(dirs) = &profile.agent {
+        let config = HermesConfig::default();
+        return (HermesVersion::NEWEST, config, scan::agent_roots(dirs));
+    }
+    let hermes =
+        HermesVersion::resolve(opts.hermes, rules.and_then(HermesVersion::of_reading_rules));
+    let config = load_config(profile, hermes, report);
+    let roots = scan::skill_roots(&profile.home, &config, hermes);
+    (hermes, config, roots)
 }
 
 /// The profile's `config.yaml` as Hermes `hermes` reads it. A file that cannot be read is
