@@ -24,6 +24,7 @@ pub mod mcp;
 pub mod offer;
 pub mod postings;
 pub mod refresh;
+pub mod replace;
 pub mod rerank;
 pub mod safety;
 pub mod scan;

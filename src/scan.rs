@@ -48,6 +48,19 @@ pub struct SkillRoot {
     pub origin: Origin,
     /// How its `_org` folder is read.
     pub org: OrgMirrors,
+    /// Folder names its Hermes release also never walks ([`also_excluded`]).
+    pub also_excluded: &'static [&'static str],
+}
+
+/// The folder names Hermes `version` never walks besides [`EXCLUDED_DIRS`]: 0.21 adds the
+/// curator's `.curator_backups` (`agent/skill_utils.EXCLUDED_SKILL_DIRS`). Kept apart so that
+/// a cached folder listing, which leaves out only [`EXCLUDED_DIRS`], serves every release.
+pub fn also_excluded(version: HermesVersion) -> &'static [&'static str] {
+    if version >= HermesVersion::V0_21 {
+        &[".curator_backups"]
+    } else {
+        &[]
+    }
 }
 
 /// How a root reads its [`ORG_DIR`] folder: Hermes' org mirrors, from 0.20 on
@@ -104,25 +117,28 @@ pub fn skill_roots(home: &Path, config: &HermesConfig, version: HermesVersion) -
     } else {
         OrgMirrors::Plain
     };
+    let also_excluded = also_excluded(version);
     let mut roots = vec![SkillRoot {
         path: local,
         origin: Origin::Local,
         org,
+        also_excluded,
     }];
     for (i, path) in config.external_roots(home).into_iter().enumerate() {
         roots.push(SkillRoot {
             path,
             origin: Origin::External(i as u32),
             org: OrgMirrors::Plain,
+            also_excluded,
         });
     }
-    roots.extend(plugin_roots(&home.join("plugins")));
+    roots.extend(plugin_roots(&home.join("plugins"), also_excluded));
     roots
 }
 
 /// Each `<dir>/<plugin>/skills` folder, by plugin name: a root whose skills are named
 /// `<plugin>:<name>`.
-fn plugin_roots(dir: &Path) -> Vec<SkillRoot> {
+fn plugin_roots(dir: &Path, also_excluded: &'static [&'static str]) -> Vec<SkillRoot> {
     let mut plugins: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -140,6 +156,7 @@ fn plugin_roots(dir: &Path) -> Vec<SkillRoot> {
             path,
             origin: Origin::Plugin(name),
             org: OrgMirrors::Plain,
+            also_excluded,
         })
         .collect()
 }
@@ -148,11 +165,12 @@ fn plugin_roots(dir: &Path) -> Vec<SkillRoot> {
 /// Hermes' local root (its skills shadow the others'), the rest its external dirs in order,
 /// and a plugins folder one root per plugin.
 pub fn agent_roots(dirs: &AgentDirs) -> Vec<SkillRoot> {
+    let also_excluded = also_excluded(HermesVersion::NEWEST);
     let mut roots = Vec::new();
     let mut plain = 0u32;
     for root in &dirs.roots {
         if root.scope == Scope::Plugins {
-            roots.extend(plugin_roots(&root.path));
+            roots.extend(plugin_roots(&root.path, also_excluded));
             continue;
         }
         let origin = match plain {
@@ -164,6 +182,7 @@ pub fn agent_roots(dirs: &AgentDirs) -> Vec<SkillRoot> {
             path: root.path.clone(),
             origin,
             org: OrgMirrors::Plain,
+            also_excluded,
         });
     }
     roots
@@ -361,7 +380,7 @@ fn walk_cached(ctx: &mut Cached<'_>, dir: &Path, stat: FileStat, out: &mut Walke
     }
     for name in &listing.subdirs {
         let sub = dir.join(name);
-        if ctx.root.gated_out(&sub) {
+        if ctx.root.gated_out(&sub) || ctx.root.also_excluded.contains(&name.as_str()) {
             continue;
         }
         match std::fs::symlink_metadata(&sub) {
@@ -467,7 +486,7 @@ fn list_dir(
         if path
             .file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| pruned(n, skill_entry))
+            .is_some_and(|n| pruned(n, skill_entry) || ctx.root.also_excluded.contains(&n))
         {
             continue;
         }
@@ -739,7 +758,7 @@ fn walk(root: &SkillRoot, bounds: &LinkBounds, start: &Path, out: &mut Walked) {
         .filter_entry(|e| {
             !e.file_type().is_dir()
                 || e.depth() == 0
-                || (keep_dir(e.path())
+                || (keep_dir(root, e.path())
                     && !root.gated_out(e.path())
                     && !(e.path_is_symlink()
                         && std::fs::canonicalize(e.path()).is_ok_and(|t| kernel_fs(&t))))
@@ -757,7 +776,7 @@ fn walk(root: &SkillRoot, bounds: &LinkBounds, start: &Path, out: &mut Walked) {
             let target = std::fs::metadata(entry.path());
             match target {
                 Ok(meta) if meta.is_dir() && !is_skill => {
-                    if keep_dir(entry.path()) {
+                    if keep_dir(root, entry.path()) {
                         symlinked_dir(root, bounds, entry.path(), out);
                     }
                     continue;
@@ -842,10 +861,13 @@ fn pruned(name: &str, in_skill_dir: bool) -> bool {
     EXCLUDED_DIRS.contains(&name) || (in_skill_dir && SUPPORT_DIRS.contains(&name))
 }
 
-fn keep_dir(path: &Path) -> bool {
+fn keep_dir(root: &SkillRoot, path: &Path) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return true;
     };
+    if root.also_excluded.contains(&name) {
+        return false;
+    }
     // Stat the parent's SKILL.md only for the few names where it matters.
     let in_skill_dir = SUPPORT_DIRS.contains(&name)
         && path

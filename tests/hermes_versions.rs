@@ -252,3 +252,33 @@ fn session_platforms_hide_a_skill_on_other_platforms_from_0_21_on() {
     assert_eq!(offered_on(&h, V0_20, Some("slack")), all);
     assert_eq!(offered_on(&h, V0_19, Some("slack")), all);
 }
+
+#[test]
+fn the_curators_backups_are_walked_before_0_21_only() {
+    let h = Home::new();
+    h.skill("tools/live", "live", "the skill in use");
+    // 0.21's curator keeps old copies here (`EXCLUDED_SKILL_DIRS` gains `.curator_backups`).
+    h.skill(
+        ".curator_backups/tools/live-old",
+        "live-old",
+        "a backed-up copy",
+    );
+    let all = [
+        pair(".curator_backups/tools", "live-old"),
+        pair("tools", "live"),
+    ];
+    // Folders older than the racy window, so that later syncs walk their cached listings.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for e in walkdir::WalkDir::new(h.path().join("skills")) {
+        let e = e.unwrap();
+        if e.file_type().is_dir() {
+            let dir = std::fs::File::open(e.path()).unwrap();
+            dir.set_modified(old).unwrap();
+        }
+    }
+    assert_eq!(offered_as(&h, V0_19), all);
+    assert_eq!(offered_as(&h, V0_21), [pair("tools", "live")]);
+    // Syncs as 0.21 and 0.20 from the cached listings: out, and back in.
+    assert_eq!(offered_as(&h, V0_21), [pair("tools", "live")]);
+    assert_eq!(offered_as(&h, V0_20), all);
+}

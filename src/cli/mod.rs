@@ -1,10 +1,12 @@
 //! The command line: `skillidx sync | search | explain | eval | offered | stats | list |
-//! watch | rerank-report | hermes install|uninstall|status`, one file per command.
+//! watch | rerank-report | mcp | hook | agents install|uninstall | hermes install|uninstall|status`,
+//! one file per command.
 //!
 //! Lives in the library so the Python package's `skillidx` command runs the very same code.
 //! Every command prints through [`output`], so a reader that goes away (`skillidx list |
 //! head -1`) ends the output, not the command.
 
+mod agents;
 mod args;
 mod eval;
 mod explain;
@@ -24,7 +26,17 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use output::errln;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::OnceLock;
+
+/// The program name the command line was started with (`agents install` writes it).
+static PROGRAM_NAME: OnceLock<PathBuf> = OnceLock::new();
+
+/// The program name the command line was started with, when one was given.
+fn program_name() -> Option<PathBuf> {
+    PROGRAM_NAME.get().cloned()
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -65,6 +77,12 @@ enum Command {
     /// Run as an agent's per-prompt hook: read the event JSON on stdin, print the matching
     /// skills as context to add (nothing for small talk or bad input; always exit 0).
     Hook(hook::HookArgs),
+    /// Add skillidx (MCP server and per-prompt hook) to Claude Code's or Codex's settings, or
+    /// take it out again.
+    Agents {
+        #[command(subcommand)]
+        action: agents::AgentsAction,
+    },
     /// Install or remove the `skill-retrieval` Hermes plugin in a profile.
     Hermes {
         #[command(subcommand)]
@@ -75,6 +93,10 @@ enum Command {
 /// Runs the command line with `args` (program name first) and returns the exit code.
 pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
     output::keep_standard_fds_open();
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(first) = args.first() {
+        let _ = PROGRAM_NAME.set(PathBuf::from(first));
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -108,6 +130,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::RerankReport(a) => rerank_report::run(a),
         Command::Mcp(a) => mcp::run(a),
         Command::Hook(a) => hook::run(a),
+        Command::Agents { action } => agents::run(action),
         Command::Hermes { action } => hermes::run(action),
     }
 }

@@ -29,6 +29,18 @@ pub struct SyncArgs {
     common: Common,
 }
 
+impl SyncArgs {
+    /// A plain sync of what `common` names (`agents install` indexes the agent with it).
+    pub fn of(common: Common) -> SyncArgs {
+        SyncArgs {
+            all_profiles: false,
+            rebuild: false,
+            semantic: SemanticArgs::default(),
+            common,
+        }
+    }
+}
+
 /// Syncs the profile (or every profile), prints a report per profile, drops the profiles
 /// whose folder is gone (`--all-profiles`), and compacts the file after a build.
 pub fn run(args: SyncArgs) -> Result<ExitCode> {

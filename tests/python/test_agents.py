@@ -97,3 +97,40 @@ def test_a_malformed_request_gets_an_error_and_the_server_keeps_serving(corpus_h
     assert replies[0]["error"]["code"] == -32700 and replies[0]["id"] is None
     assert replies[1]["error"]["code"] == -32602 and replies[1]["id"] == 1
     assert "convert-pdf-to-md" in replies[2]["result"]["content"][0]["text"]
+
+
+def test_the_wheel_installs_into_claude_code_and_the_client_starts_what_it_wrote(tmp_path: Path) -> None:
+    """`skillidx agents install claude-code` from the installed wheel: the entries name the
+    wheel's `skillidx` script (not the Python running it), and the real MCP client, started
+    from the entry as Claude Code would start it, finds Claude Code's own skills."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    home = tmp_path / "me"
+    skill = home / ".claude" / "skills" / "pdf-to-markdown"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: pdf-to-markdown\n"
+                                    "description: Convert PDF documents into clean markdown text.\n---\nSteps.\n")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8"}
+    run = subprocess.run([str(SKILLIDX), "agents", "install", "claude-code"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["skillidx"]
+    assert entry["command"] == str(SKILLIDX)
+    hook = json.loads((home / ".claude" / "settings.json").read_text())
+    command = hook["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command == f"{SKILLIDX} hook claude-code"
+
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+
+    async def search() -> str:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                res = await session.call_tool("search_skills", {"query": "turn this PDF into markdown"})
+                return res.content[0].text
+
+    assert "pdf-to-markdown" in asyncio.run(search())
+    subprocess.run([str(SKILLIDX), "agents", "uninstall", "claude-code"], cwd=tmp_path, env=env,
+                   check=True, capture_output=True, timeout=60)
+    assert not (home / ".claude.json").exists()

@@ -8,6 +8,10 @@
 //! roots, the first one's skill is the one offered (`offer::resolve`, as Hermes' local root
 //! shadows its external dirs). The sources of each order are in docs/agents.md.
 
+pub mod install;
+mod json_text;
+mod toml_text;
+
 use std::path::{Path, PathBuf};
 
 /// The prefix of every agent profile's name. Hermes profile names cannot hold `:`, so an
