@@ -152,6 +152,13 @@ impl Root {
         }
     }
 
+    /// The profile the located home itself is: `<name>` for `…/profiles/<name>`, else
+    /// `default`. Never `<root>/active_profile`: by the time Hermes runs (and loads a plugin)
+    /// its launcher has already turned the sticky profile into `HERMES_HOME`.
+    pub fn home_profile_name(&self) -> &str {
+        self.selected.as_deref().unwrap_or(DEFAULT_PROFILE)
+    }
+
     /// The active profile: the one `HERMES_HOME` selected, else `<root>/active_profile`,
     /// else `default`.
     pub fn active_profile_name(&self) -> String {

@@ -1139,6 +1139,17 @@ fn rerank_log_path(home: PathBuf) -> PathBuf {
     crate::rerank::log_path(&home)
 }
 
+/// The profile the Hermes home `home` (default: `HERMES_HOME`, else `~/.hermes`) is:
+/// `<name>` for `…/profiles/<name>`, else `default`, never the root's sticky
+/// `active_profile`. The plugin serves this one. `ValueError` when it is not a Hermes home.
+#[pyfunction]
+#[pyo3(signature = (home=None))]
+fn home_profile(home: Option<PathBuf>) -> PyResult<String> {
+    crate::home::Root::locate(home.as_deref())
+        .map(|root| root.home_profile_name().to_owned())
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
 /// Runs the `skillidx` command line with `argv` (program name first); returns the exit code.
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
@@ -1180,6 +1191,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rerank_apply, m)?)?;
     m.add_function(wrap_pyfunction!(rerank_log, m)?)?;
     m.add_function(wrap_pyfunction!(rerank_log_path, m)?)?;
+    m.add_function(wrap_pyfunction!(home_profile, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     #[cfg(feature = "failpoints")]
     m.add_function(wrap_pyfunction!(_set_failpoint, m)?)?;

