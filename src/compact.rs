@@ -38,6 +38,10 @@
 //!   `[names only]`, and a category line followed by no skill line (already compact, or a
 //!   shape this code does not know), is kept verbatim: this is what makes the rewrite
 //!   idempotent.
+//! - The labels Hermes 0.20 and 0.21 put before a description (`[project]`, `[org-shared: by
+//!   X]`, `[name collision — …; load via category path]`) follow the name
+//!   (`orgskill [org-shared: by X]`): they tell the model where a skill comes from and how to
+//!   load it. A name holding `" ["` is quoted, so the names read back whole.
 //! - Any other line (the column-0 continuation of a multi-line `|` description, or anything
 //!   unrecognised inside a category) belongs to the previous description and is dropped;
 //!   such lines before the first category are kept.
@@ -159,16 +163,20 @@ impl<'a> Listed<'a> {
     }
 }
 
-/// The names of a names-only line's tail (`a, "b, c", d`): split at `", "`, a quoted name
-/// read as the JSON string it is.
+/// The names of a names-only line's tail (`a, "b, c", d [project]`): split at `", "`, a
+/// quoted name read as the JSON string it is, the labels after a name left out (a bare name
+/// never holds `" ["`: [`shown`] quotes it).
 fn split_names(mut tail: &str) -> Vec<String> {
     let mut out = Vec::new();
     loop {
         let (name, len) = quoted_prefix(tail).unwrap_or_else(|| {
             let end = tail.find(", ").unwrap_or(tail.len());
-            (tail[..end].to_owned(), end)
+            let name = &tail[..end];
+            (name.split(" [").next().unwrap_or(name).to_owned(), end)
         });
         out.push(name);
+        // The labels after a name hold no `", "` (`shown_labels`).
+        let len = len + tail[len..].find(", ").unwrap_or(tail.len() - len);
         match tail[len..].strip_prefix(", ") {
             Some(rest) => tail = rest,
             None => return out,
@@ -188,12 +196,13 @@ fn quoted_prefix(text: &str) -> Option<(String, usize)> {
 
 /// A name or category as a names-only line shows it: as it is, or quoted as a JSON string
 /// when it could be misread there (it holds the line's separator `", "`, or `": "` for a
-/// category, starts with a quote, holds a line break or another control character, or has
+/// category, or `" ["`, which starts a label, starts with a quote, holds a line break or another control character, or has
 /// space at either end), so that `a, b` is one name and not two, and a name with a line
 /// break neither breaks the line nor vanishes. `org:acme`, `plugin:x` and `a,b` stay bare.
 pub fn shown(name: &str, separator: &str) -> String {
     let odd = name.contains(separator)
         || name.contains(", ")
+        || name.contains(" [")
         || name.starts_with('"')
         || name
             .chars()
@@ -211,21 +220,75 @@ pub fn has_available_skills(text: &str) -> bool {
     text.contains(OPEN_TAG) && text.contains(CLOSE_TAG)
 }
 
+/// The labels Hermes (0.20 on) puts before a description to say where a skill comes from and
+/// how to load it (`agent/prompt_builder`: `[project] `, `[org-shared: by X] `,
+/// `[name collision — …; load via category path] `); compaction keeps them after the name.
+const LABEL_STARTS: [&str; 4] = [
+    "[project]",
+    "[org-shared]",
+    "[org-shared:",
+    "[name collision",
+];
+
+/// The labels a description starts with, in order, and the description after them.
+pub(crate) fn split_labels(mut desc: &str) -> (Vec<&str>, &str) {
+    let mut labels = Vec::new();
+    while LABEL_STARTS.iter().any(|l| desc.starts_with(l)) {
+        let Some(end) = desc.find(']') else { break };
+        labels.push(&desc[..=end]);
+        desc = desc[end + 1..].trim_start_matches(' ');
+    }
+    (labels, desc)
+}
+
+/// The labels as a names-only line shows them after a name (` [project] [org-shared: by
+/// X]`). One holding `", "` (an org author's name can) is left out, so that the line still
+/// splits into names at `", "`.
+pub(crate) fn shown_labels<'a>(labels: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for l in labels.into_iter().filter(|l| !l.contains(", ")) {
+        out.push(' ');
+        out.push_str(l);
+    }
+    out
+}
+
+/// A skill entry of a category: its name and the labels of its description.
+struct Entry<'a> {
+    name: &'a str,
+    labels: Vec<&'a str>,
+}
+
+impl Entry<'_> {
+    fn parse(entry: &str) -> Entry<'_> {
+        let name = label(entry);
+        let desc = entry[name.len()..].strip_prefix(": ").unwrap_or("");
+        Entry {
+            name,
+            labels: split_labels(desc).0,
+        }
+    }
+
+    fn shown(&self) -> String {
+        shown(self.name, ", ") + &shown_labels(self.labels.iter().copied())
+    }
+}
+
 /// One category being collected.
 struct Category<'a> {
     /// The header line as written.
     header: &'a str,
     /// The category name, when the header is a plain (not demoted) one.
     name: Option<&'a str>,
-    /// Skill names in order.
-    skills: Vec<&'a str>,
+    /// Skills in order.
+    skills: Vec<Entry<'a>>,
 }
 
 impl Category<'_> {
     fn render(&self, out: &mut Vec<String>) {
         match self.name {
             Some(name) if !self.skills.is_empty() => {
-                let names: Vec<String> = self.skills.iter().map(|n| shown(n, ", ")).collect();
+                let names: Vec<String> = self.skills.iter().map(Entry::shown).collect();
                 out.push(format!("  {}: {}", shown(name, ": "), names.join(", ")));
             }
             _ => out.push(self.header.to_owned()),
@@ -250,7 +313,7 @@ fn compact_inner(inner: &str) -> String {
         }
         if let Some(entry) = line.strip_prefix("    - ") {
             match current.as_mut() {
-                Some(c) => c.skills.push(label(entry)),
+                Some(c) => c.skills.push(Entry::parse(entry)),
                 None => lines.push(line.to_owned()),
             }
         } else if is_category_line(line) {
@@ -419,6 +482,23 @@ mod tests {
         assert_eq!(outside(&out), outside(&text));
         assert_ne!(block(&out), block(&text));
         assert!(!block(&out).contains("    - "));
+    }
+
+    #[test]
+    fn the_labels_hermes_0_21_puts_before_a_description_are_kept() {
+        let text = "<available_skills>\n  cat2:\n    - orgskill: [name collision \u{2014} also exists in your org; load via category path] Personal copy\n  org:acme:\n    - deploy: [org-shared: by alice-laptop] Deploy the app\n    - orgskill: [name collision \u{2014} also exists personally; load via category path] [org-shared: by bob] Org copy\n    - x: [org-shared: by Smith, John] Comma author\n  tools:\n    - lint: [project] Lint the repo\n    - odd [x]: [project]\n    - wip: [WIP] not a label\n</available_skills>";
+        let out = compact_available_skills(text);
+        assert_eq!(
+            out,
+            "<available_skills>\n  cat2: orgskill [name collision \u{2014} also exists in your org; load via category path]\n  org:acme: deploy [org-shared: by alice-laptop], orgskill [name collision \u{2014} also exists personally; load via category path] [org-shared: by bob], x\n  tools: lint [project], \"odd [x]\" [project], wip\n</available_skills>"
+        );
+        assert_eq!(listed_skills(&out), listed_skills(text));
+        assert_eq!(compact_available_skills(&out), out);
+        let names: Vec<String> = listed_skills(text).into_iter().map(|(_, n)| n).collect();
+        assert_eq!(
+            names,
+            ["orgskill", "deploy", "orgskill", "x", "lint", "odd [x]", "wip"]
+        );
     }
 
     #[test]

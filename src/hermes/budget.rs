@@ -118,7 +118,7 @@ pub fn budgeted(block: &Block, usage: &Usage, budget: &Budget) -> String {
     let mut opened: FxHashSet<usize> = FxHashSet::default();
     for (g, n) in useful_order(block, usage, budget) {
         let group = &block.groups[g];
-        let mut cost = estimate_tokens(&shown(&group.names[n], ", ")) + 1;
+        let mut cost = estimate_tokens(&group.entry(n)) + 1;
         if !opened.contains(&g) {
             cost += estimate_tokens(&shown(&group.category, ": ")) + 2;
         }
@@ -134,7 +134,6 @@ pub fn budgeted(block: &Block, usage: &Usage, budget: &Budget) -> String {
     for (g, group) in block.groups.iter().enumerate() {
         let mut names = (0..group.names.len())
             .filter(|n| chosen.contains(&(g, *n)))
-            .map(|n| group.names[n].as_str())
             .peekable();
         if names.peek().is_some() {
             out.push_str(&group.line(names));
@@ -274,6 +273,7 @@ mod tests {
                     category: (*c).to_owned(),
                     demoted: false,
                     names: (0..*n).map(|i| format!("{c}-skill-{i:05}")).collect(),
+                    labels: Vec::new(),
                 })
                 .collect(),
             unexplained: 0,

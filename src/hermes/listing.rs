@@ -23,7 +23,7 @@
 //! keeps the body's first line as its description). The bare one is one line unless the name
 //! holds a newline; accepting it for any offered skill grants nothing that is not offered.
 
-use crate::compact::{block_insides, shown};
+use crate::compact::{block_insides, shown, shown_labels, split_labels};
 use crate::search::{Hit, Offered};
 use rustc_hash::FxHashMap;
 
@@ -163,6 +163,9 @@ pub struct Group {
     pub demoted: bool,
     /// The names read under it, in order.
     pub names: Vec<String>,
+    /// The labels Hermes put before each name's description (`[org-shared: by X]`, …), by
+    /// the name's position; a name past its end has none.
+    pub labels: Vec<Vec<String>>,
 }
 
 impl Block {
@@ -178,7 +181,7 @@ impl Block {
         let mut out = String::from("\n");
         for g in &self.groups {
             if !g.names.is_empty() {
-                out.push_str(&g.line(g.names.iter().map(String::as_str)));
+                out.push_str(&g.line(0..g.names.len()));
             }
         }
         out
@@ -186,11 +189,18 @@ impl Block {
 }
 
 impl Group {
-    /// The names-only line of this category listing `names`: `  devops: a, b` (a demoted
-    /// category keeps its `[names only]` mark), names and category quoted where they could
-    /// be misread ([`crate::compact::shown`]), with its newline.
-    pub fn line<'a>(&self, names: impl Iterator<Item = &'a str>) -> String {
-        let names: Vec<String> = names.map(|n| shown(n, ", ")).collect();
+    /// Name `n` as a names-only line shows it: quoted where it could be misread
+    /// ([`crate::compact::shown`]), followed by its labels.
+    pub fn entry(&self, n: usize) -> String {
+        let labels = self.labels.get(n).map_or(&[][..], Vec::as_slice);
+        shown(&self.names[n], ", ") + &shown_labels(labels.iter().map(String::as_str))
+    }
+
+    /// The names-only line of this category listing its names at positions `names`:
+    /// `  devops: a, b [project]` (a demoted category keeps its `[names only]` mark), the
+    /// category quoted where it could be misread, with its newline.
+    pub fn line(&self, names: impl Iterator<Item = usize>) -> String {
+        let names: Vec<String> = names.map(|n| self.entry(n)).collect();
         let mark = if self.demoted { " [names only]" } else { "" };
         let category = shown(&self.category, ": ");
         format!("  {category}{mark}: {}\n", names.join(", "))
@@ -258,9 +268,13 @@ fn read_block(
         let line = lines[i];
         if let Some(rest) = line.strip_prefix("    - ") {
             if let Some(category) = current {
-                if let Some((name, taken)) = entry_at(renderings, category, &lines[i..]) {
+                if let Some((name, taken, labels)) =
+                    labelled_entry_at(renderings, category, &lines[i..])
+                {
                     if let Some(g) = block.groups.last_mut() {
+                        g.labels.resize(g.names.len(), Vec::new());
                         g.names.push(name.to_owned());
+                        g.labels.push(labels);
                     }
                     i += taken;
                     continue;
@@ -292,6 +306,7 @@ fn read_block(
                             category: category.to_owned(),
                             demoted: true,
                             names: names.into_iter().map(str::to_owned).collect(),
+                            labels: Vec::new(),
                         });
                     }
                 }
@@ -306,6 +321,7 @@ fn read_block(
                             category: (*category).to_owned(),
                             demoted: false,
                             names: Vec::new(),
+                            labels: Vec::new(),
                         });
                     }
                 }
@@ -314,6 +330,35 @@ fn read_block(
         i += 1;
     }
     block
+}
+
+/// [`entry_at`], or else with the labels Hermes 0.20 and 0.21 put before a description taken
+/// out of the first line (`    - deploy: [org-shared: by X] Deploy it`: the description is
+/// cut before the labels are put in front); with those labels. A label grants nothing: the
+/// rest must still be an offered skill's rendering.
+fn labelled_entry_at<'a>(
+    renderings: &Renderings<'a>,
+    category: &str,
+    lines: &[&str],
+) -> Option<(&'a str, usize, Vec<String>)> {
+    if let Some((name, taken)) = entry_at(renderings, category, lines) {
+        return Some((name, taken, Vec::new()));
+    }
+    let rest = lines[0].strip_prefix("    - ")?;
+    rest.match_indices(": ").find_map(|(at, _)| {
+        let (labels, desc) = split_labels(&rest[at + 2..]);
+        if labels.is_empty() {
+            return None;
+        }
+        let first = match desc {
+            "" => format!("    - {}", &rest[..at]),
+            desc => format!("    - {}: {desc}", &rest[..at]),
+        };
+        let mut alt = lines.to_vec();
+        alt[0] = &first;
+        let (name, taken) = entry_at(renderings, category, &alt)?;
+        Some((name, taken, labels.into_iter().map(str::to_owned).collect()))
+    })
 }
 
 /// The name of the offered skill of `category` whose rendering stands at the start of
@@ -360,6 +405,34 @@ mod tests {
         v.iter()
             .map(|(c, n)| (c.to_string(), n.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn hermes_labels_before_a_description_count_and_survive_names_only() {
+        // Hermes 0.21 with the org `acme` active: its skills labelled, the personal and org
+        // copies of `orgskill` both labelled as a collision; one description cut at 60.
+        let long = "Deploy the application to the staging cluster and then verify it works";
+        let text = format!(
+            "<available_skills>\n  cat2:\n    - orgskill: [name collision \u{2014} also exists in your org; load via category path] Mine\n  org:acme:\n    - deploy: [org-shared: by alice] {}\n    - orgskill: [name collision \u{2014} also exists personally; load via category path] [org-shared: by bob] Theirs\n    - quiet: [org-shared]\n    - self-labelled: [project] my own words\n</available_skills>",
+            listed_description(long)
+        );
+        let offered = vec![
+            offered("cat2", "orgskill", "Mine"),
+            offered("org:acme", "deploy", long),
+            offered("org:acme", "orgskill", "Theirs"),
+            offered("org:acme", "quiet", ""),
+            offered("org:acme", "self-labelled", "[project] my own words"),
+        ];
+        let blocks = read(&text, &offered, &Indexed::default());
+        assert_eq!(blocks[0].unexplained, 0);
+        assert_eq!(allowed(&blocks).len(), 5);
+        assert_eq!(
+            blocks[0].names_only(),
+            "\n  cat2: orgskill [name collision \u{2014} also exists in your org; load via category path]\n  org:acme: deploy [org-shared: by alice], orgskill [name collision \u{2014} also exists personally; load via category path] [org-shared: by bob], quiet [org-shared], self-labelled\n"
+        );
+        // A label in front of a description no offered skill has grants nothing.
+        let forged = "<available_skills>\n  org:acme:\n    - deploy: [org-shared: by x] Something else\n</available_skills>";
+        assert!(allowed(&read(forged, &offered, &Indexed::default())).is_empty());
     }
 
     #[test]

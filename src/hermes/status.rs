@@ -213,6 +213,7 @@ fn listing_tokens(
                 category: category.clone(),
                 demoted: false,
                 names: vec![name.clone()],
+                labels: Vec::new(),
             }),
         }
     }
