@@ -17,6 +17,11 @@ pub struct HermesConfig {
     /// `skills.create_dir`, as written (read from 0.21 on): a skill root listed after the
     /// local one, before the external dirs.
     pub create_dir: Option<String>,
+    /// `skills.trusted_project_dirs`, as written (read from 0.21 on): the project roots whose
+    /// `.hermes/skills` and `.agents/skills` Hermes reads (`crate::project`).
+    pub trusted_project_dirs: Vec<String>,
+    /// `skills.project_discovery` is the literal `false` (0.21): no project skills at all.
+    pub no_project_discovery: bool,
     /// The file is there but is not YAML that can be read here: Hermes (PyYAML) may read
     /// settings in it that hide skills, so every skill is treated as disabled (fail closed).
     pub unreadable: bool,
@@ -91,11 +96,19 @@ impl HermesConfig {
             .and_then(Value::as_str)
             .filter(|_| version >= HermesVersion::V0_21)
             .map(str::to_owned);
+        let v21 = version >= HermesVersion::V0_21;
         HermesConfig {
             disabled: names(skills.get("disabled")),
             platform_disabled,
             external_dirs: name_list(skills.get("external_dirs")),
             create_dir,
+            trusted_project_dirs: if v21 {
+                trust_list(skills.get("trusted_project_dirs"))
+            } else {
+                Vec::new()
+            },
+            no_project_discovery: v21
+                && skills.get("project_discovery") == Some(&Value::Bool(false)),
             unreadable: false,
         }
     }
@@ -153,6 +166,27 @@ fn name_list(v: Option<&Value>) -> Vec<String> {
         .map(|v| crate::skill::py_str(v).trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+/// `skills.trusted_project_dirs` as 0.21 reads it (`_project_trusted_dirs_from_config`): a
+/// string is one entry, a list its items (`str(entry).strip()`, empty ones dropped), anything
+/// else nothing.
+fn trust_list(v: Option<&Value>) -> Vec<String> {
+    let items: Vec<&Value> = match v {
+        Some(Value::Sequence(s)) => s.iter().collect(),
+        Some(s @ Value::String(_)) => vec![s],
+        _ => Vec::new(),
+    };
+    items
+        .into_iter()
+        .map(|v| crate::skill::py_str(v).trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// A configured path as Hermes expands it: `${VAR}` then `~`.
+pub(crate) fn expand_path(entry: &str) -> PathBuf {
+    expand_user(&expand_vars(entry))
 }
 
 fn name_set(v: Option<&Value>) -> BTreeSet<String> {

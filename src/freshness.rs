@@ -46,6 +46,8 @@ pub struct Freshness {
     home: PathBuf,
     /// Another agent's folders, which are the roots instead of the home's.
     agent: Option<crate::agent::AgentDirs>,
+    /// The trusted project whose folders come first, and whose scan verdicts count.
+    project: Option<crate::project::Project>,
     ttl: Duration,
     /// The roots, and the config stat and time they were derived at.
     roots: Option<(Option<FileStat>, Instant, Vec<PathBuf>)>,
@@ -66,6 +68,7 @@ impl Freshness {
     pub fn of_profile(profile: &Profile, ttl: Duration) -> Freshness {
         Freshness {
             agent: profile.agent.clone(),
+            project: profile.project.clone(),
             ..Self::with_ttl(&profile.home, ttl)
         }
     }
@@ -75,6 +78,7 @@ impl Freshness {
         Freshness {
             home: home.to_path_buf(),
             agent: None,
+            project: None,
             ttl,
             roots: None,
             synced: None,
@@ -148,7 +152,9 @@ impl Freshness {
                 Some(dirs) => crate::scan::agent_roots(dirs),
                 None => {
                     let cfg = HermesConfig::load(&self.home, newest).unwrap_or_default();
-                    skill_roots(&self.home, &cfg, newest)
+                    let project =
+                        crate::project::current_dirs(self.project.as_ref(), &self.home, &cfg);
+                    skill_roots(&self.home, &cfg, newest, &project)
                 }
             };
             let roots = roots.into_iter().map(|r| r.path).collect();
@@ -157,6 +163,10 @@ impl Freshness {
         let mut h = DefaultHasher::new();
         hash_stat(config, &mut h);
         hash_stat(stat(&self.home.join("plugins")), &mut h);
+        if self.project.is_some() {
+            // A verdict Hermes has just recorded can let a project skill in.
+            hash_stat(stat(&crate::quarantine::cache_dir(&self.home)), &mut h);
+        }
         if let Some((_, _, roots)) = &self.roots {
             for root in roots {
                 root.hash(&mut h);

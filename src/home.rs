@@ -40,9 +40,49 @@ pub struct Profile {
     /// For another agent's skills (not a Hermes profile), that agent's folders: they are
     /// the profile's roots, and no `config.yaml` is read.
     pub agent: Option<crate::agent::AgentDirs>,
+    /// For a Hermes session inside a trusted project, that project: its skill folders come
+    /// before the profile's own roots (`crate::project`).
+    pub project: Option<crate::project::Project>,
 }
 
 impl Profile {
+    /// This profile as a session inside `project` sees it: a profile of its own,
+    /// `<name>@<root>`.
+    pub fn in_project(self, project: crate::project::Project) -> Profile {
+        Profile {
+            name: crate::project::profile_name(&self.name, &project.root),
+            project: Some(project),
+            ..self
+        }
+    }
+
+    /// This profile as a Hermes `version` session whose working directory is `cwd` sees it:
+    /// inside a trusted project (0.21 on), the project's profile `<name>@<root>`; else itself.
+    /// The second value is a project with skills that the profile does not trust, for a
+    /// notice (Hermes names it too).
+    pub fn for_session(
+        self,
+        cwd: &Path,
+        version: crate::version::HermesVersion,
+    ) -> (Profile, Option<crate::project::Project>) {
+        use crate::project::Standing;
+        if version < crate::version::HermesVersion::V0_21 || self.agent.is_some() {
+            return (self, None);
+        }
+        let config = crate::config::HermesConfig::load(&self.home, version).unwrap_or_default();
+        match crate::project::standing(cwd, &self.home, &config) {
+            Standing::Trusted(project) => (self.in_project(project), None),
+            Standing::Untrusted(project) => (self, Some(project)),
+            Standing::None => (self, None),
+        }
+    }
+
+    /// The project skill folders to read with `config`, winner first: checked again at each
+    /// use, so a project whose trust was withdrawn adds nothing.
+    pub fn project_dirs(&self, config: &crate::config::HermesConfig) -> Vec<PathBuf> {
+        crate::project::current_dirs(self.project.as_ref(), &self.home, config)
+    }
+
     /// The profile of another agent's skill folders, indexed in the store of `root`.
     pub fn of_agent(root: &Root, dirs: crate::agent::AgentDirs, user_home: PathBuf) -> Profile {
         Profile {
@@ -50,6 +90,7 @@ impl Profile {
             home: user_home,
             root: root.path.clone(),
             agent: Some(dirs),
+            project: None,
         }
     }
 }
@@ -198,6 +239,7 @@ impl Root {
             home,
             root: self.path.clone(),
             agent: None,
+            project: None,
         })
     }
 
@@ -208,6 +250,7 @@ impl Root {
             home: self.path.clone(),
             root: self.path.clone(),
             agent: None,
+            project: None,
         }];
         let mut names: Vec<String> = std::fs::read_dir(self.path.join("profiles"))
             .into_iter()
@@ -222,6 +265,7 @@ impl Root {
             home: self.profile_home(&name),
             root: self.path.clone(),
             agent: None,
+            project: None,
             name,
         }));
         out

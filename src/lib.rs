@@ -23,6 +23,8 @@ pub mod home;
 pub mod mcp;
 pub mod offer;
 pub mod postings;
+pub mod project;
+pub mod quarantine;
 pub mod refresh;
 pub mod replace;
 pub mod rerank;

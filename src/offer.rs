@@ -329,12 +329,34 @@ impl DocRule {
 pub struct Member {
     /// The document.
     pub doc: u32,
-    /// Its category when it is a local skill; `None` for an external one.
+    /// Its category when it is a local skill; `None` for an external one;
+    /// [`PROJECT_MARK`] for a trusted project's.
     pub local_category: Option<String>,
 }
 
+/// What [`Member::local_category`] holds for a project skill. A category comes from folder
+/// names, which cannot hold NUL, so the mark is never a real category, and the stored form
+/// of clash groups (docs/store.md) stays the one written before projects existed.
+pub const PROJECT_MARK: &str = "\0project";
+
+impl Member {
+    /// A trusted project's skill `doc`.
+    pub fn project(doc: u32) -> Member {
+        Member {
+            doc,
+            local_category: Some(PROJECT_MARK.to_owned()),
+        }
+    }
+
+    /// Whether it is a trusted project's skill.
+    pub fn is_project(&self) -> bool {
+        self.local_category.as_deref() == Some(PROJECT_MARK)
+    }
+}
+
 /// Skills sharing a frontmatter name whose offer depends on each other, in Hermes' order:
-/// local skills by path, then external ones by (external dir, path).
+/// project skills by (folder, path), then local skills by path, then external ones by
+/// (external dir, path).
 pub type ClashGroup = Vec<Member>;
 
 /// The per-profile table a query turns into its hidden documents.
@@ -377,10 +399,19 @@ impl OfferRules {
     }
 }
 
-/// Resolves one clash group as Hermes does once every filter has run: each shown local skill
-/// is listed, once per category (the first by path); an external one only when no local one is
-/// shown and it is the first shown external. `lost(loser, winner)` is called for the others.
+/// Resolves one clash group as Hermes does once every filter has run: the first shown project
+/// skill, when there is one, is the only one listed (0.21 `build_skills_system_prompt`: a
+/// project skill claims its name once it passes the filters, and local and external skills
+/// of a claimed name are left out); else each shown local skill is listed, once per category
+/// (the first by path), and an external one only when no local one is shown and it is the
+/// first shown external. `lost(loser, winner)` is called for the others.
 pub fn resolve(group: &[Member], shown: impl Fn(u32) -> bool, mut lost: impl FnMut(u32, u32)) {
+    if let Some(winner) = group.iter().find(|m| m.is_project() && shown(m.doc)) {
+        for m in group.iter().filter(|m| m.doc != winner.doc && shown(m.doc)) {
+            lost(m.doc, winner.doc);
+        }
+        return;
+    }
     let mut first_local: Option<u32> = None;
     let mut by_category: FxHashMap<&str, u32> = FxHashMap::default();
     let mut first_external: Option<u32> = None;
@@ -406,6 +437,17 @@ pub fn resolve(group: &[Member], shown: impl Fn(u32) -> bool, mut lost: impl FnM
     }
 }
 
+/// How many SKILL.md files `skill_view(name)` finds for a skill of a project's tier (its
+/// tier's only: the project wins a collision) or of another tier (every tier's).
+fn carried(carriers: &FxHashMap<(bool, &str), u32>, name: &str, project: bool) -> u32 {
+    let count = |p| carriers.get(&(p, name)).copied().unwrap_or(0);
+    if project {
+        count(true)
+    } else {
+        count(true) + count(false)
+    }
+}
+
 /// What a sync decides for every document.
 #[derive(Debug, Default)]
 pub struct Decisions {
@@ -421,6 +463,47 @@ pub struct Decisions {
 /// The rank of a plugin skill (last in precedence).
 pub const PLUGIN_RANK: u32 = u32::MAX;
 
+/// The rank of the first project skill folder's skills; the second's is one more. Ranks are
+/// stored, and local skills were 0 before projects existed: project ranks sit in a band
+/// of their own, just below [`PLUGIN_RANK`], and [`Tier`] puts them first.
+pub const PROJECT_RANK: u32 = u32::MAX - 16;
+
+/// A document's root, by precedence in a name clash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    /// A trusted project's folder (Hermes 0.21), by position.
+    Project(u32),
+    /// The profile's own skills.
+    Local,
+    /// `skills.create_dir` and `skills.external_dirs`, by position.
+    External(u32),
+    /// A plugin's skills.
+    Plugin,
+}
+
+impl Tier {
+    /// The tier of a stored rank.
+    pub fn of(rank: u32) -> Tier {
+        match rank {
+            0 => Tier::Local,
+            PLUGIN_RANK => Tier::Plugin,
+            r if r >= PROJECT_RANK => Tier::Project(r - PROJECT_RANK),
+            r => Tier::External(r - 1),
+        }
+    }
+}
+
+/// The rank stored for a document found under `origin`.
+pub fn rank_of(origin: &crate::skill::Origin) -> u32 {
+    use crate::skill::Origin;
+    match origin {
+        Origin::Local => 0,
+        Origin::External(i) => 1 + i,
+        Origin::Plugin(_) => PLUGIN_RANK,
+        Origin::Project(i) => PROJECT_RANK + i,
+    }
+}
+
 /// Decides, for every document, what the sync can: whether it can be offered at all
 /// (`platforms` for `os`, `skills.disabled`, `environments` that never match, clashes that do
 /// not depend on the session), the id it is loaded by (its name, or its folder path when
@@ -428,12 +511,16 @@ pub const PLUGIN_RANK: u32 = u32::MAX;
 pub fn decide(heads: &BTreeMap<u32, DocHead>, config: &ConfigSnapshot, os: &str) -> Decisions {
     let mut out = Decisions::default();
     // skill_view(name) refuses a name that more than one SKILL.md carries as its folder
-    // name or its frontmatter name, in any root, offered or not.
-    let mut carriers: FxHashMap<&str, u32> = FxHashMap::default();
+    // name or its frontmatter name, in any root, offered or not; a collision between a
+    // trusted project's tier and the others goes to the project's skill.
+    let project = |h: &DocHead| matches!(Tier::of(h.rank), Tier::Project(_));
+    let mut carriers: FxHashMap<(bool, &str), u32> = FxHashMap::default();
     for h in heads.values().filter(|h| h.rank != PLUGIN_RANK) {
-        *carriers.entry(h.dir_name.as_str()).or_default() += 1;
+        *carriers
+            .entry((project(h), h.dir_name.as_str()))
+            .or_default() += 1;
         if h.name != h.dir_name {
-            *carriers.entry(h.name.as_str()).or_default() += 1;
+            *carriers.entry((project(h), h.name.as_str())).or_default() += 1;
         }
     }
     let mut rules: BTreeMap<u32, DocRule> = BTreeMap::new();
@@ -442,7 +529,7 @@ pub fn decide(heads: &BTreeMap<u32, DocHead>, config: &ConfigSnapshot, os: &str)
     for (&d, h) in heads {
         let id = if h.rank == PLUGIN_RANK {
             h.id.clone()
-        } else if h.name.is_empty() || carriers.get(h.name.as_str()).copied().unwrap_or(0) > 1 {
+        } else if h.name.is_empty() || carried(&carriers, h.name.as_str(), project(h)) > 1 {
             h.folder.clone()
         } else {
             h.name.clone()
@@ -498,21 +585,28 @@ pub fn decide(heads: &BTreeMap<u32, DocHead>, config: &ConfigSnapshot, os: &str)
         if members.len() < 2 {
             continue;
         }
-        members.sort_by(|a, b| (a.1.rank, &a.1.key).cmp(&(b.1.rank, &b.1.key)));
-        let has_external = members.iter().any(|(_, h)| h.rank > 0);
+        members.sort_by(|a, b| (Tier::of(a.1.rank), &a.1.key).cmp(&(Tier::of(b.1.rank), &b.1.key)));
+        let not_local = members.iter().any(|(_, h)| Tier::of(h.rank) != Tier::Local);
         let mut cats = FxHashSet::default();
         let same_category = members
             .iter()
-            .filter(|(_, h)| h.rank == 0)
+            .filter(|(_, h)| Tier::of(h.rank) == Tier::Local)
             .any(|(_, h)| !cats.insert(h.category.as_str()));
-        if !has_external && !same_category {
+        if !not_local && !same_category {
             continue;
         }
         let group: ClashGroup = members
             .iter()
-            .map(|(d, h)| Member {
-                doc: *d,
-                local_category: (h.rank == 0).then(|| h.category.clone()),
+            .map(|(d, h)| match Tier::of(h.rank) {
+                Tier::Project(_) => Member::project(*d),
+                Tier::Local => Member {
+                    doc: *d,
+                    local_category: Some(h.category.clone()),
+                },
+                _ => Member {
+                    doc: *d,
+                    local_category: None,
+                },
             })
             .collect();
         if group.iter().any(|m| conditional.contains(&m.doc)) {
@@ -581,6 +675,29 @@ mod tests {
             ..Default::default()
         };
         assert!(!s.tools_allow(&f));
+    }
+
+    #[test]
+    fn the_first_shown_project_skill_takes_the_name() {
+        let local = |doc: u32| Member {
+            doc,
+            local_category: Some("a".into()),
+        };
+        let g = vec![Member::project(1), Member::project(2), local(3), local(4)];
+        let run = |shown: &[u32]| {
+            let mut l = Vec::new();
+            resolve(&g, |d| shown.contains(&d), |a, b| l.push((a, b)));
+            l
+        };
+        assert_eq!(run(&[1, 2, 3]), [(2, 1), (3, 1)]);
+        // A hidden project skill claims nothing: the next one, else the local rules.
+        assert_eq!(run(&[2, 3]), [(3, 2)]);
+        assert_eq!(run(&[3, 4]), [(4, 3)]);
+        assert_eq!(
+            Tier::of(rank_of(&crate::skill::Origin::Project(1))),
+            Tier::Project(1)
+        );
+        assert!(Tier::Project(1) < Tier::Local && Tier::Local < Tier::External(0));
     }
 
     #[test]

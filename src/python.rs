@@ -533,7 +533,7 @@ impl PyIndex {
     /// the release the index already follows, else the newest supported. `ValueError` when
     /// it is not a version.
     #[new]
-    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0, semantic=false, model_dir=None, hermes_version=None))]
+    #[pyo3(signature = (home=None, profile=None, db=None, readonly=false, ttl=30.0, semantic=false, model_dir=None, hermes_version=None, cwd=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -545,6 +545,7 @@ impl PyIndex {
         semantic: bool,
         model_dir: Option<PathBuf>,
         hermes_version: Option<String>,
+        cwd: Option<PathBuf>,
     ) -> PyResult<Self> {
         let ttl = std::time::Duration::try_from_secs_f64(ttl)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("ttl: {e}")))?;
@@ -562,7 +563,13 @@ impl PyIndex {
                 readonly,
                 hermes,
             };
-            let live = LiveIndex::locate(home.as_deref(), profile.as_deref(), db.as_deref(), opts)?;
+            let live = LiveIndex::locate(
+                home.as_deref(),
+                profile.as_deref(),
+                db.as_deref(),
+                cwd.as_deref(),
+                opts,
+            )?;
             let semantic_error = if semantic {
                 enable_semantic(&live, model_dir.as_deref())
             } else {

@@ -551,15 +551,22 @@ impl Followed {
 impl LiveIndex {
     /// The index of `profile` (default: the active one) of the root home `home` (default:
     /// `$HERMES_HOME`, else `~/.hermes`), in `db` (default: `<root home>/skillidx.redb`).
+    /// With `cwd`, a session's working directory: inside a trusted project (Hermes 0.21) the
+    /// project's profile ([`Profile::for_session`]).
     pub fn locate(
         home: Option<&Path>,
         profile: Option<&str>,
         db: Option<&Path>,
+        cwd: Option<&Path>,
         opts: LiveOptions,
     ) -> Result<LiveIndex, Error> {
         let root = Root::locate(home)?;
         let name = profile.map_or_else(|| root.active_profile_name(), str::to_owned);
-        let profile = root.profile(&name)?;
+        let mut profile = root.profile(&name)?;
+        if let Some(cwd) = cwd {
+            let version = crate::version::HermesVersion::resolve(opts.hermes, None);
+            profile = profile.for_session(cwd, version).0;
+        }
         let db = db.map_or_else(|| root.default_db_path(), Path::to_path_buf);
         Self::new(profile, db, opts)
     }
@@ -1058,6 +1065,7 @@ mod tests {
             Some(home),
             None,
             Some(&home.join("idx.redb")),
+            None,
             LiveOptions {
                 ttl,
                 ..LiveOptions::default()
@@ -1096,6 +1104,7 @@ mod tests {
             Some(t.path()),
             None,
             Some(&t.path().join("none.redb")),
+            None,
             LiveOptions {
                 readonly: true,
                 ..Default::default()

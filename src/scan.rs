@@ -108,9 +108,15 @@ pub fn active_org(local_root: &Path) -> Option<String> {
 }
 
 /// The skill roots of a profile home as Hermes `version` reads them, in its precedence
-/// order: the local skills, then `skills.external_dirs` in config order, then each plugin's
+/// order: a trusted project's skill folders (`project`, 0.21), the local skills, then
+/// `skills.create_dir` and `skills.external_dirs` in config order, then each plugin's
 /// `skills/` by name.
-pub fn skill_roots(home: &Path, config: &HermesConfig, version: HermesVersion) -> Vec<SkillRoot> {
+pub fn skill_roots(
+    home: &Path,
+    config: &HermesConfig,
+    version: HermesVersion,
+    project: &[PathBuf],
+) -> Vec<SkillRoot> {
     let local = home.join("skills");
     let org = if version >= HermesVersion::V0_20 {
         OrgMirrors::Gated(active_org(&local))
@@ -118,12 +124,22 @@ pub fn skill_roots(home: &Path, config: &HermesConfig, version: HermesVersion) -
         OrgMirrors::Plain
     };
     let also_excluded = also_excluded(version);
-    let mut roots = vec![SkillRoot {
+    let mut roots: Vec<SkillRoot> = project
+        .iter()
+        .enumerate()
+        .map(|(i, path)| SkillRoot {
+            path: path.clone(),
+            origin: Origin::Project(i as u32),
+            org: OrgMirrors::Plain,
+            also_excluded,
+        })
+        .collect();
+    roots.push(SkillRoot {
         path: local,
         origin: Origin::Local,
         org,
         also_excluded,
-    }];
+    });
     for (i, path) in config.external_roots(home).into_iter().enumerate() {
         roots.push(SkillRoot {
             path,

@@ -34,6 +34,9 @@ pub enum Origin {
     External(u32),
     /// `<home>/plugins/<name>/skills`.
     Plugin(String),
+    /// The n-th skill folder of a trusted project (Hermes 0.21: `.hermes/skills`, then
+    /// `.agents/skills`), which comes before every other root.
+    Project(u32),
 }
 
 /// What the scanner knows about a SKILL.md before reading it.

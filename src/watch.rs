@@ -70,6 +70,7 @@ fn targets(profile: &Profile) -> Vec<(PathBuf, RecursiveMode)> {
             &profile.home,
             &config,
             crate::version::HermesVersion::NEWEST,
+            &profile.project_dirs(&config),
         )
         .into_iter()
         .map(|r| (r.path, RecursiveMode::Recursive)),

@@ -336,7 +336,7 @@ fn a_long_running_index_rebuilds_a_file_a_query_found_damaged() {
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    let live = LiveIndex::locate(Some(h.path()), None, None, LiveOptions::default()).unwrap();
+    let live = LiveIndex::locate(Some(h.path()), None, None, None, LiveOptions::default()).unwrap();
     let opts = skillidx::search::SearchOptions::default();
     let e = live.search("docker images", &opts).expect_err("a cut file");
     assert!(e.to_string().contains("sync --rebuild"), "{e}");
@@ -385,7 +385,7 @@ fn a_long_running_index_rebuilds_a_file_its_syncs_find_damaged() {
         ttl: Duration::ZERO,
         ..LiveOptions::default()
     };
-    let live = LiveIndex::locate(Some(h.path()), None, None, opts).unwrap();
+    let live = LiveIndex::locate(Some(h.path()), None, None, None, opts).unwrap();
     let query = skillidx::search::SearchOptions::default();
     for _ in 0..4 {
         live.refresh();
@@ -425,7 +425,7 @@ fn a_long_running_index_recovers_from_a_file_cut_to_nothing_in_place() {
         ttl: Duration::ZERO,
         ..LiveOptions::default()
     };
-    let live = LiveIndex::locate(Some(h.path()), None, None, opts).unwrap();
+    let live = LiveIndex::locate(Some(h.path()), None, None, None, opts).unwrap();
     let query = skillidx::search::SearchOptions::default();
     assert_eq!(live.search("topic7", &query).unwrap()[0].id, "s7");
     std::fs::OpenOptions::new()

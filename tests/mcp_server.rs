@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use skillidx::refresh::{LiveIndex, LiveOptions};
 
 fn session(h: &Home, lines: &[&str]) -> Vec<Value> {
-    let live = LiveIndex::locate(Some(h.path()), None, None, LiveOptions::default()).unwrap();
+    let live = LiveIndex::locate(Some(h.path()), None, None, None, LiveOptions::default()).unwrap();
     live.prepare().unwrap();
     let mut out = Vec::new();
     skillidx::mcp::serve(

@@ -158,12 +158,16 @@ class Index:
         semantic: bool = False,
         model_dir: Optional[_Path] = None,
         hermes_version: Optional[str] = None,
+        cwd: Optional[_Path] = None,
     ) -> None:
         """``semantic=True``: syncs embed the skills and queries re-rank with the local model
         (pip extra ``skillidx[semantic]``); if it cannot be loaded, lexical ranking and
         ``semantic_error`` says why. ``hermes_version`` (``"0.21.3"``): the Hermes release
         whose offer rules syncs follow; default: the one installed on PATH, else the one the
-        index follows, else the newest supported (``ValueError`` if not a version)."""
+        index follows, else the newest supported (``ValueError`` if not a version). ``cwd``:
+        the session's working directory; inside a project the profile trusts (Hermes 0.21,
+        ``skills.trusted_project_dirs``) the index is the project's profile
+        (``<profile>@<root>``: the project's skills first, then the profile's)."""
     @property
     def semantic_error(self) -> Optional[str]:
         """Why the semantic stage asked for is off, or None."""

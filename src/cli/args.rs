@@ -94,10 +94,34 @@ impl Common {
         }
     }
 
+    /// `--cwd`, else the current directory.
+    fn cwd(&self) -> Option<PathBuf> {
+        self.cwd.clone().or_else(|| std::env::current_dir().ok())
+    }
+
     /// The project root that `--cwd` (else the current directory) is in.
     pub fn project(&self) -> Option<PathBuf> {
-        let cwd = self.cwd.clone().or_else(|| std::env::current_dir().ok())?;
-        crate::agent::project_root(&cwd)
+        crate::agent::project_root(&self.cwd()?)
+    }
+
+    /// The Hermes profile `profile` as a session in `--cwd` sees it
+    /// ([`Profile::for_session`]). A project with skills that the profile does not trust is
+    /// named on stderr, as Hermes names it.
+    pub fn in_session_project(&self, profile: Profile) -> Result<Profile> {
+        let Some(cwd) = self.cwd() else {
+            return Ok(profile);
+        };
+        let name = profile.name.clone();
+        let (profile, untrusted) =
+            profile.for_session(&cwd, HermesVersion::resolve(self.hermes()?, None));
+        if let Some(project) = untrusted {
+            errln!(
+                "skillidx: {} has project skills that profile {name} does not trust; Hermes reads \
+                 them once the project is in skills.trusted_project_dirs (`hermes skills trust`)",
+                project.root.display()
+            );
+        }
+        Ok(profile)
     }
 
     /// `agent`'s profiles here: the user's, and the project's when the project has skill
@@ -129,7 +153,16 @@ impl Common {
     /// user's), else the Hermes profile.
     pub fn query_profile(&self, place: &Place, index: &Index) -> Result<Profile> {
         let Some(agent) = self.other_agent()? else {
-            return Ok(place.root.profile(&self.profile_name(place))?);
+            let profile =
+                self.in_session_project(place.root.profile(&self.profile_name(place))?)?;
+            if profile.project.is_some() && !index.profiles()?.contains(&profile.name) {
+                anyhow::bail!(
+                    "the skills of the trusted project {} are not indexed in {}: run `skillidx sync` there (or with --cwd)",
+                    profile.project.as_ref().map_or_else(String::new, |p| p.root.display().to_string()),
+                    place.db.display()
+                );
+            }
+            return Ok(profile);
         };
         let indexed = index.profiles()?;
         let mut profiles = self.agent_profiles(place, agent)?;

@@ -86,7 +86,7 @@ pub fn run(action: HermesAction) -> Result<ExitCode> {
 
 fn status(common: &Common) -> Result<ExitCode> {
     let place = common.place()?;
-    let profile = place.root.profile(&common.profile_name(&place))?;
+    let profile = common.in_session_project(place.root.profile(&common.profile_name(&place))?)?;
     let python = std::env::var_os("SKILLIDX_PYTHON")
         .filter(|p| !p.is_empty())
         .map_or_else(|| PathBuf::from("python3"), PathBuf::from);

@@ -94,8 +94,6 @@ pub fn respond(common: &Common, agent: Agent, input: &str) -> Option<String> {
     )
 }
 
-/// The skills block for `prompt`: the plugin's choice, each entry with its SKILL.md path,
-/// within [`MAX_CONTEXT_CHARS`]; `None` when nothing passes the floor.
 /// The index the hook answers from: the agent's own skills when `skillidx sync --agent`
 /// indexed them (its project's, for the event's working directory, when indexed), else the
 /// Hermes profile.
@@ -121,11 +119,14 @@ fn live_for(common: &Common, agent: Agent, cwd: Option<PathBuf>) -> Option<LiveI
         common.home.as_deref(),
         common.profile.as_deref(),
         common.db.as_deref(),
+        mine.cwd.as_deref(),
         opts,
     )
     .ok()
 }
 
+/// The skills block for `prompt`: the plugin's choice, each entry with its SKILL.md path,
+/// within [`MAX_CONTEXT_CHARS`]; `None` when nothing passes the floor.
 pub fn context_for(live: &LiveIndex, prompt: &str) -> Option<String> {
     let hits = crate::select::injected(
         live,

@@ -63,12 +63,16 @@ pub fn open(common: &Common) -> Result<LiveIndex> {
             let profile = profiles.pop().context("no profile")?;
             LiveIndex::new(profile, place.db, opts)
         }
-        None => LiveIndex::locate(
-            common.home.as_deref(),
-            common.profile.as_deref(),
-            common.db.as_deref(),
-            opts,
-        ),
+        None => {
+            let cwd = common.cwd.clone().or_else(|| std::env::current_dir().ok());
+            LiveIndex::locate(
+                common.home.as_deref(),
+                common.profile.as_deref(),
+                common.db.as_deref(),
+                cwd.as_deref(),
+                opts,
+            )
+        }
     }
     .context("opening the skill index")?;
     if let Some(report) = live.prepare().context("building the skill index")? {

@@ -65,10 +65,14 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
     let model = semantic.load();
     #[cfg(not(feature = "semantic"))]
     let _ = model;
-    let profiles = targets(&common, &place, all_profiles, everyone)?;
+    let mut profiles = targets(&common, &place, all_profiles, everyone)?;
     // A first build into a file this command creates: like a rebuild, one big transaction.
     let creating = std::fs::metadata(&place.db).map_or(true, |m| m.len() == 0);
     let mut index = open(&place.db, &place.root.path, rebuild)?;
+    if all_profiles {
+        let known = stored_projects(&index, &profiles, &common)?;
+        profiles.extend(known);
+    }
     let mut reports = Vec::new();
     for profile in &profiles {
         let report = sync_one(&index, profile, rebuild, hermes, common.json, &model)?;
@@ -84,7 +88,13 @@ pub fn run(args: SyncArgs) -> Result<ExitCode> {
                 index
                     .drop_profile(&name)
                     .with_context(|| format!("dropping profile {name}"))?;
-                errln!("skillidx: profile {name}: its folder is gone; dropped it from the index");
+                if name.contains(crate::project::PROFILE_SEPARATOR) {
+                    errln!("skillidx: profile {name}: no longer a trusted project with skills; dropped it from the index");
+                } else {
+                    errln!(
+                        "skillidx: profile {name}: its folder is gone; dropped it from the index"
+                    );
+                }
             }
         }
     }
@@ -135,11 +145,49 @@ fn hermes_profiles(
     place: &super::args::Place,
     all_profiles: bool,
 ) -> Result<Vec<Profile>> {
-    Ok(if all_profiles {
+    let profiles = if all_profiles {
         place.root.profiles()
     } else {
         vec![place.root.profile(&common.profile_name(place))?]
-    })
+    };
+    // Each profile, then (Hermes 0.21) the same profile inside the working directory's
+    // trusted project, if any.
+    let mut out = Vec::with_capacity(profiles.len());
+    for p in profiles {
+        let in_project = common.in_session_project(p.clone())?;
+        out.push(p);
+        if in_project.project.is_some() {
+            out.push(in_project);
+        }
+    }
+    Ok(out)
+}
+
+/// The project profiles (`<profile>@<root>`) in the index, other than those in `profiles`,
+/// whose project is still trusted by its profile (one of `profiles`) and has skills: a
+/// cron `sync --all-profiles` keeps every project a session was in up to date.
+fn stored_projects(index: &Index, profiles: &[Profile], common: &Common) -> Result<Vec<Profile>> {
+    let version = crate::version::HermesVersion::resolve(common.hermes()?, None);
+    let mut out = Vec::new();
+    for name in index.profiles()? {
+        let Some((base, root)) = name.split_once(crate::project::PROFILE_SEPARATOR) else {
+            continue;
+        };
+        if crate::agent::is_agent_profile(&name) || profiles.iter().any(|p| p.name == name) {
+            continue;
+        }
+        let Some(base) = profiles
+            .iter()
+            .find(|p| p.name == base && p.agent.is_none())
+        else {
+            continue;
+        };
+        let (profile, _) = base.clone().for_session(Path::new(root), version);
+        if profile.name == name {
+            out.push(profile);
+        }
+    }
+    Ok(out)
 }
 
 /// Whether a sync wrote so much in one transaction that the file holds many dead pages: it

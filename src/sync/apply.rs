@@ -11,9 +11,8 @@ use super::observe::{Observation, Observed};
 use super::plan::Plan;
 use crate::fields::{Field, FieldStats, FIELD_COUNT};
 use crate::forward;
-use crate::offer::{self, PLUGIN_RANK};
+use crate::offer;
 use crate::postings::{self, Projection};
-use crate::skill::Origin;
 use crate::store::records::*;
 use crate::store::{self, decode, decode_head, encode, ProfileTables, Store, StoreError};
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
@@ -240,11 +239,7 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> NewDocs {
             continue;
         };
         let key = o.candidate.key();
-        let rank = match &o.candidate.location.origin {
-            Origin::Local => 0,
-            Origin::External(i) => 1 + i,
-            Origin::Plugin(_) => PLUGIN_RANK,
-        };
+        let rank = crate::offer::rank_of(&o.candidate.location.origin);
         let folder = o.candidate.location.folder();
         let super::observe::Parsed {
             skill,

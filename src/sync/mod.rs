@@ -204,7 +204,8 @@ pub fn sync_profile(
     report.phase("read base", &mut mark);
     fail_point(store, failpoint::names::SYNC_AFTER_BASE)?;
 
-    let found = scan::scan(&roots, &dir_cache, now);
+    let mut found = scan::scan(&roots, &dir_cache, now);
+    crate::quarantine::screen(&mut found, &profile.home);
     report.phase("scan", &mut mark);
     // What the walk could not use is kept for `stats`, written when it changes.
     let problems_changed = found.problems != base_problems;
@@ -377,7 +378,8 @@ fn sources(
     let hermes =
         HermesVersion::resolve(opts.hermes, rules.and_then(HermesVersion::of_reading_rules));
     let config = load_config(profile, hermes, report);
-    let roots = scan::skill_roots(&profile.home, &config, hermes);
+    let project = profile.project_dirs(&config);
+    let roots = scan::skill_roots(&profile.home, &config, hermes, &project);
     (hermes, config, roots)
 }
 

@@ -20,7 +20,7 @@ def plugin(monkeypatch: pytest.MonkeyPatch):
     def reset() -> None:
         if p._index is not None:
             p._index.wait(60)
-        p._index, p._profile, p._home = None, None, None
+        p._index, p._index_cwd, p._profile, p._home = None, None, None, None
         p._last_problem.clear()
 
     reset()
@@ -184,3 +184,62 @@ def test_a_home_outside_dot_hermes_serves_its_own_profile_not_the_sticky_one(
     out = plugin._on_pre_llm_call(user_message="point the zebra telescope at a star",
                                   conversation_history=[])
     assert out and skillidx.injected_ids(out["context"]) == ["zebra-telescope"]
+
+
+def _record_verdict(home: Path, skill_dir: Path, verdict: str) -> None:
+    """Hermes 0.21.3's scan verdict for ``skill_dir`` as ``tools/skills_guard.scan_skill_cached``
+    writes it (its recipe, written out here: SHA-256 over each file's relative path, NUL and
+    bytes, by path; the source identity ``sha256("project-local\\0")[:16]``)."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256()
+    for rel, f in sorted((f.relative_to(skill_dir).as_posix(), f)
+                         for f in skill_dir.rglob("*") if f.is_file()):
+        h.update(rel.encode() + b"\0")
+        h.update(f.read_bytes())
+    digest = h.hexdigest()
+    source = hashlib.sha256(b"project-local\0").hexdigest()[:16]
+    cache = home / "cache" / "project_skill_scans"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"{digest}-{source}.json").write_text(json.dumps({
+        "bundle_hash": f"sha256:{digest}", "scanner_version": "skills-guard-v4",
+        "source": "project-local", "source_url": "", "verdict": verdict,
+        "trust_level": "community", "findings": [], "summary": verdict}))
+
+
+def test_a_session_in_a_trusted_project_is_served_its_project_skills(
+    plugin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hermes 0.21 reads a trusted project's skills (found from ``TERMINAL_CWD``) before the
+    profile's; the plugin then answers from the project's profile, and again from the plain
+    profile once the session's directory is outside the project."""
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    write_skill(home / "skills", "tools/deploy", "deploy", "Deploy the service with kubectl", [])
+    (repo / ".git").mkdir(parents=True)
+    proj = write_skill(repo / ".hermes" / "skills", "ops/deploy", "deploy",
+                       "Deploy this repository's service with its own make target", []).parent
+    danger = write_skill(repo / ".agents" / "skills", "ops/zebra-rollout", "zebra-rollout",
+                         "Roll out the zebra telescope firmware", []).parent
+    _record_verdict(home, proj, "safe")
+    _record_verdict(home, danger, "dangerous")
+    (home / "config.yaml").write_text(f"skills:\n  trusted_project_dirs: [{repo}]\n")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("TERMINAL_CWD", str(repo / "src"))
+    (repo / "src").mkdir()
+    # Hermes 0.21.3 cannot be installed here (Python 3.14, not on PyPI): the plugin is told it.
+    monkeypatch.setattr(plugin, "_hermes_version", lambda: "0.21.3")
+    plugin.register(Ctx())
+    assert plugin._index.profile == f"default@{repo.resolve()}"
+    out = plugin._on_pre_llm_call(user_message="deploy the service", conversation_history=[])
+    assert out and "own make target" in out["context"], out
+    quarantined = plugin._on_pre_llm_call(user_message="roll out the zebra telescope firmware",
+                                          conversation_history=[])
+    assert quarantined is None or "zebra-rollout" not in quarantined["context"], quarantined
+    monkeypatch.setenv("TERMINAL_CWD", str(tmp_path))
+    plugin._on_pre_llm_call(user_message="deploy the service", conversation_history=[])
+    assert plugin._index.profile == "default"
+    plugin._index.prepare()
+    plugin._index.wait(60)
+    out = plugin._on_pre_llm_call(user_message="deploy the service", conversation_history=[])
+    assert out and "kubectl" in out["context"], out

@@ -8,7 +8,8 @@ Two phases per turn, like the seed ``skill-retrieval`` plugin:
    rewritten to names only (the system prompt Hermes builds and caches is left alone).
    ``SKILL_RETRIEVAL_COMPACT=0`` turns the names-only rewrite off (the filtering stays).
 2. ``pre_llm_call`` hook: the user's message is searched in the skillidx index of the active
-   profile and the top hits are returned as ``{"context": block}``, which Hermes appends to
+   profile (inside a project the profile trusts, Hermes 0.21's project skills first: the
+   project's own profile) and the top hits are returned as ``{"context": block}``, which Hermes appends to
    this turn's user message.
 
 All logic (compaction, search, freshness, background syncs, formatting) lives in the Rust
@@ -135,6 +136,8 @@ class _Settings:
 
 _settings = _Settings()
 _index: Optional[Any] = None
+# The working directory the index was opened for: its project decides the profile.
+_index_cwd: Optional[str] = None
 _index_lock = threading.Lock()
 _profile: Optional[str] = None
 # The home this plugin was registered for: Hermes 0.21 loads plugins under a per-home override
@@ -172,23 +175,26 @@ def _timing(kind: str, started: float, **extra: Any) -> None:
 
 
 def _get_index(wait: bool = False) -> Optional[Any]:
-    """The process's index (shared by every thread), opened on first use.
+    """The process's index (shared by every thread), opened on first use, and again when the
+    session's working directory moves (its trusted project picks the profile).
 
     Opening is read-only and writes nothing. A turn does not wait for another thread that is
     opening it: it gets ``None`` and injects nothing.
     """
-    global _index
-    if _index is None:
+    global _index, _index_cwd
+    cwd = _session_cwd()
+    if _index is None or _index_cwd != cwd:
         if not _index_lock.acquire(blocking=wait):
             return None
         try:
-            if _index is None:
+            if _index is None or _index_cwd != cwd:
                 index = _native.Index(
                     home=_home or os.environ.get("HERMES_HOME") or None,
                     profile=_profile,
                     hermes_version=_hermes_version(),
                     semantic=_settings.semantic,
                     model_dir=_model_dir() if _settings.semantic else None,
+                    cwd=cwd,
                 )
                 if index.semantic_error:
                     _problem(
@@ -196,10 +202,36 @@ def _get_index(wait: bool = False) -> Optional[Any]:
                         index.semantic_error,
                         "Skill retrieval semantic stage off, ranking lexically: %s",
                     )
-                _index = index
+                _index, _index_cwd = index, cwd
         finally:
             _index_lock.release()
     return _index
+
+
+def _session_cwd() -> Optional[str]:
+    """The working directory Hermes 0.21 finds the session's project from
+    (``agent/skill_utils.find_project_root``): ``TERMINAL_CWD``, else the process's."""
+    try:
+        return os.environ.get("TERMINAL_CWD") or os.getcwd()
+    except OSError:
+        return None
+
+
+def _scan_project_skills() -> None:
+    """Has Hermes' own scanner judge the session's trusted project skills
+    (``iter_project_skill_files``: skills_guard, its verdicts cached under the home), so that
+    the index, which only reads those verdicts, can offer the ones Hermes offers. Run where
+    Hermes' home is the plugin's (``register``); nothing before 0.21."""
+    try:
+        from agent.skill_utils import get_project_skills_dirs, iter_project_skill_files
+    except ImportError:
+        return
+    try:
+        for folder in get_project_skills_dirs():
+            for _ in iter_project_skill_files(folder):
+                pass
+    except Exception as exc:
+        _problem("project", exc, "Skill retrieval could not have the project skills scanned: %s")
 
 
 def _hermes_version() -> Optional[str]:
@@ -599,6 +631,8 @@ def _on_pre_llm_call(
         # The freshness check: starts a background sync when one is due, never waits.
         scheduled = index.refresh()
         _note_background(index)
+        if isinstance(session_id, str):
+            _first_turn_listing(index, session_id)
         if _rerank is not None:
             block = _reranked_block(index, user_message, conversation_history, session_id)
             _resolved("index")
@@ -616,8 +650,9 @@ def _on_pre_llm_call(
             ranking=_settings.ranking,
             k1=_settings.k1,
             b=_settings.b,
-            # Turn 2 on: only what Hermes' block lists (over-fetched). Turn 1: the engine's
-            # own rules; the llm_request middleware then makes the request exact.
+            # Only what Hermes' block lists (over-fetched): from the session's stored system
+            # prompt on its first turn, from the request after that. Neither there: the
+            # engine's own rules, and the llm_request middleware makes the request exact.
             session=session_id if isinstance(session_id, str) else None,
             loader=_loader_setting(),
         )
@@ -628,6 +663,35 @@ def _on_pre_llm_call(
         return None
     finally:
         _timing("pre_llm_call", started, scheduled=scheduled)
+
+
+def _first_turn_listing(index: Any, session_id: str) -> None:
+    """Before a session's first ``llm_request`` there is no allow-list yet, but Hermes has
+    already built the session's system prompt and stored it with the session
+    (``state.db``, ``sessions.system_prompt``, written before ``pre_llm_call``): its
+    ``<available_skills>`` block becomes the allow-list, so the first turn is exact too.
+    Fails open: no database, no row or no prompt leaves the engine's own rules."""
+    if index.allowed(session_id) is not None:
+        return
+    home = _home or os.environ.get("HERMES_HOME")
+    if not home:
+        return
+    path = os.path.join(home, "state.db")
+    if not os.path.isfile(path):
+        return
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.05)
+        try:
+            row = con.execute("SELECT system_prompt FROM sessions WHERE id = ?",
+                              (session_id,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return
+    if row and isinstance(row[0], str) and row[0]:
+        index.allow(session_id, row[0], None, None, _session_platform())
 
 
 # -- optional: the LLM reranker (SKILL_RETRIEVAL_RERANK) -------------------------------------
@@ -831,6 +895,7 @@ def register(ctx: Any) -> None:
         return
     _home = _registered_home()
     _profile = _home_profile(_home)
+    _scan_project_skills()
 
     # Always registered: it also keeps the injected skills to what Hermes offers.
     ctx.register_middleware("llm_request", _on_llm_request)
