@@ -189,7 +189,7 @@ fn offered_skills(home: &Path) -> Result<Vec<skill::Skill>> {
     // No folder cache, as in a first sync: every folder is listed, so the time the listings
     // are stamped with (for the next scan's cache) is never read.
     let candidates = scan::scan(
-        &scan::skill_roots(home, &cfg, newest),
+        &scan::skill_roots(home, &cfg, newest, &[]),
         &scan::DirCache::default(),
         0,
     )
