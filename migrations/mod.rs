@@ -31,6 +31,7 @@ pub mod v4_to_v5;
 pub mod v5_to_v6;
 pub mod v6_to_v7;
 pub mod v7_to_v8;
+pub mod v8_to_v9;
 
 /// A migration step from version `from` to `from + 1`.
 pub type Step = fn(&Store, &redb::WriteTransaction) -> Result<()>;
@@ -44,6 +45,7 @@ pub const STEPS: &[Step] = &[
     v5_to_v6::migrate,
     v6_to_v7::migrate,
     v7_to_v8::migrate,
+    v8_to_v9::migrate,
 ];
 
 /// Brings `store`, found at schema `found`, up to [`SCHEMA_VERSION`], one committed step

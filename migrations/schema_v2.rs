@@ -115,7 +115,7 @@ pub struct DocBody {
     pub notes: Vec<String>,
 }
 
-/// `state["stats"]`.
+/// `state["stats"]`, unchanged up to schema 8 (schema 9 added `field_docs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CorpusStats {
     /// Offered documents.

@@ -156,7 +156,7 @@ fn migrate_profile(store: &Store, txn: &WriteTransaction, tables: &ProfileTables
     }
     drop(table);
 
-    let stats = CorpusStats {
+    let stats = v2::CorpusStats {
         docs: offered,
         sum_lens,
         next_doc: old_stats.next_doc,

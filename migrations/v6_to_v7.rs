@@ -11,11 +11,13 @@
 //! build of schema 6 committing to the file afterwards (it checked the schema when it
 //! opened the file) leaves them visibly behind instead of silently wrong.
 //!
-//! It reads the lists and the statistics with today's types (`crate::postings`,
-//! `CorpusStats`), whose layouts schemas 6 and 7 share. A later change to either must freeze
-//! it for this step, as `schema_v5.rs` froze schema 5's lists for the step to 6.
+//! It reads the lists with today's type (`crate::postings`), whose layout schemas 6 and 7
+//! share (a later change must freeze it for this step, as `schema_v5.rs` froze schema 5's
+//! lists for the step to 6), and the statistics with schema 2's (`schema_v2::CorpusStats`,
+//! the layout of schemas 2 to 8).
 
-use crate::store::records::{CorpusStats, SEED_GENERATION};
+use super::schema_v2::CorpusStats;
+use crate::store::records::SEED_GENERATION;
 use crate::store::{self, decode, encode, ProfileTables, Result, Store};
 use redb::{ReadableTable, WriteTransaction};
 

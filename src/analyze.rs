@@ -28,7 +28,7 @@ pub fn field_texts(skill: &Skill) -> [(Field, String); FIELD_COUNT] {
         (Field::Description, indexed_description(skill).to_owned()),
         (Field::Keywords, keywords),
         (Field::Category, skill.category.clone()),
-        (Field::Body, skill.body.clone()),
+        (Field::Body, indexed_body(skill).to_owned()),
         (Field::Seed, skill.seed_text()),
     ]
 }
@@ -59,6 +59,34 @@ pub fn indexed_description(skill: &Skill) -> &str {
         ""
     } else {
         &skill.description
+    }
+}
+
+/// The body as the default ranking indexes it: without a first heading that only repeats
+/// the skill's name (`# NeverBounce` under `name: NeverBounce`). Such a heading is the name
+/// again, not text about the skill; a hub entry whose body is nothing else has no body, so
+/// that it does not count towards the bodies' average length (`CorpusStats::field_docs`),
+/// nor match its name's words a second time.
+pub fn indexed_body(skill: &Skill) -> &str {
+    let body = skill.body.trim_start();
+    let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
+    let Some(heading) = first.strip_prefix('#') else {
+        return &skill.body;
+    };
+    let mut name = rustc_hash::FxHashSet::default();
+    analyze_with(&skill.name, |t| {
+        name.insert(t.to_owned());
+    });
+    let mut repeats = true;
+    let mut any = false;
+    analyze_with(heading.trim_start_matches('#'), |t| {
+        any = true;
+        repeats &= name.contains(t);
+    });
+    if any && repeats {
+        rest
+    } else {
+        &skill.body
     }
 }
 
@@ -169,6 +197,28 @@ mod tests {
             a.lens[Field::Seed as usize] > 2,
             "the seed document keeps it"
         );
+    }
+
+    #[test]
+    fn a_first_heading_that_repeats_the_name_is_not_body_text() {
+        let loc = Location {
+            origin: Origin::Local,
+            rel: vec!["other".into(), "neverbounce".into(), "SKILL.md".into()],
+        };
+        let body = |md: &str| indexed_body(&parse_text(md, &loc)).to_owned();
+        let head = "---\nname: NeverBounce\ndescription: Verify e-mail addresses\n---\n";
+        assert_eq!(body(&format!("{head}\n# NeverBounce\n")), "");
+        assert_eq!(
+            body(&format!("{head}## NeverBounce\nUse the API.\n")),
+            "Use the API.\n"
+        );
+        // A heading that says more than the name, or text first, is body text.
+        let more = format!("{head}# NeverBounce e-mail checks\nUse the API.\n");
+        assert_eq!(body(&more), parse_text(&more, &loc).body);
+        let text = format!("{head}Use the API.\n# NeverBounce\n");
+        assert_eq!(body(&text), parse_text(&text, &loc).body);
+        let hub = parse_text(&format!("{head}\n# NeverBounce\n"), &loc);
+        assert_eq!(analyze(&hub).lens[Field::Body as usize], 0);
     }
 
     #[test]

@@ -700,17 +700,18 @@ impl<'s> Snapshot<'s> {
     /// out.
     fn view(&self, opts: &SearchOptions) -> Result<View, StoreError> {
         let hidden = self.hidden(&self.session(opts)?);
-        let mut n = self.stats.docs;
-        let mut sums = self.stats.sum_lens;
+        let mut counted = CorpusStats {
+            docs: self.stats.docs,
+            sum_lens: self.stats.sum_lens,
+            field_docs: self.stats.field_docs,
+            ..CorpusStats::default()
+        };
         for &d in &hidden {
             if let Some(lens) = self.rules.lens(d) {
-                n -= 1;
-                for (sum, len) in sums.iter_mut().zip(lens) {
-                    *sum -= u64::from(len);
-                }
+                counted.count(&lens, false);
             }
         }
-        let avg = sums.map(|s| if n == 0 { 0.0 } else { s as f64 / f64::from(n) });
+        let (n, avg) = (counted.docs, counted.avg_lens());
         let mut hidden_bits = Vec::new();
         for &d in &hidden {
             let word = d as usize / 64;

@@ -261,6 +261,11 @@ pub struct CorpusStats {
     pub docs: u32,
     /// Per field, the sum of lengths over offered documents.
     pub sum_lens: [u64; FIELD_COUNT],
+    /// Per field, how many offered documents have it (a length above 0). A field's average
+    /// length is taken over these, as Lucene's BM25 takes it (`sumTotalTermFreq /
+    /// docCount`): over every document, 90,000 hub skills without a body would make the
+    /// average body a few terms long, and every real body hundreds of times "too long".
+    pub field_docs: [u32; FIELD_COUNT],
     /// The next unused document id.
     pub next_doc: u32,
     /// Bumped by every commit that changes the profile.
@@ -269,6 +274,43 @@ pub struct CorpusStats {
     pub synced_at_ns: i64,
     /// The OS the activity of documents was decided for.
     pub os: String,
+}
+
+impl CorpusStats {
+    /// Counts an offered document with field lengths `lens` in (`add`) or out.
+    pub fn count(&mut self, lens: &[u32; FIELD_COUNT], add: bool) {
+        if add {
+            self.docs += 1;
+        } else {
+            self.docs -= 1;
+        }
+        for ((sum, with), &len) in self.sum_lens.iter_mut().zip(&mut self.field_docs).zip(lens) {
+            if add {
+                *sum += u64::from(len);
+                *with += u32::from(len > 0);
+            } else {
+                *sum -= u64::from(len);
+                *with -= u32::from(len > 0);
+            }
+        }
+    }
+
+    /// Per field, the average length of the documents that have it (0 where none has);
+    /// for the seed field, of every document, as the seed plugin averages its documents.
+    pub fn avg_lens(&self) -> [f64; FIELD_COUNT] {
+        let mut avg = [0.0; FIELD_COUNT];
+        for (f, a) in avg.iter_mut().enumerate() {
+            let over = if f == crate::fields::Field::Seed as usize {
+                self.docs
+            } else {
+                self.field_docs[f]
+            };
+            if over > 0 {
+                *a = self.sum_lens[f] as f64 / f64::from(over);
+            }
+        }
+        avg
+    }
 }
 
 /// The configuration a sync applied, kept to notice when it changes and to answer

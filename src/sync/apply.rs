@@ -418,6 +418,7 @@ impl<'t> Documents<'t> {
         if !incremental {
             stats.docs = 0;
             stats.sum_lens = [0u64; FIELD_COUNT];
+            stats.field_docs = [0u32; FIELD_COUNT];
         }
         let rest = NewRest { records, forwards };
         self.write_decisions(&mut t, &mut heads, rest, &decided, &scope, stats)?;
@@ -573,7 +574,7 @@ impl<'t> Documents<'t> {
                 let terms = store::read_terms(self.store, &t.terms, *d, &head.lens)?;
                 self.queue_remove(*d, &terms);
                 if incremental {
-                    count(stats, &head.lens, false);
+                    stats.count(&head.lens, false);
                 }
             }
         }
@@ -627,8 +628,8 @@ impl<'t> Documents<'t> {
                 let added = records.binary_search_by_key(id, |(d, _)| *d).ok();
                 let was_active = added.is_none() && head.inactive.is_none();
                 match (scope.incremental, was_active, now.inactive.is_none()) {
-                    (false, _, true) | (true, false, true) => count(stats, &head.lens, true),
-                    (true, true, false) => count(stats, &head.lens, false),
+                    (false, _, true) | (true, false, true) => stats.count(&head.lens, true),
+                    (true, true, false) => stats.count(&head.lens, false),
                     _ => {}
                 }
                 match added {
@@ -830,22 +831,6 @@ fn changed_names(gone: &[(u32, DocHead)], new: &[(u32, DocHead)]) -> FxHashSet<S
         names.insert(h.dir_name.clone());
     }
     names
-}
-
-/// Counts a document with field lengths `lens` in (`add`) or out of the statistics.
-fn count(stats: &mut CorpusStats, lens: &[u32; FIELD_COUNT], add: bool) {
-    if add {
-        stats.docs += 1;
-    } else {
-        stats.docs -= 1;
-    }
-    for (sum, &len) in stats.sum_lens.iter_mut().zip(lens) {
-        if add {
-            *sum += u64::from(len);
-        } else {
-            *sum -= u64::from(len);
-        }
-    }
 }
 
 /// The offer rules after an incremental decision: the committed rules of every document

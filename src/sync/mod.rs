@@ -37,7 +37,7 @@ pub use observe::MAX_FILE_BYTES;
 /// Unchanged files are not read again, so without it an index built by an older skillidx
 /// would keep that build's reading of every file; a sync that finds its profile made by
 /// another version reads every file again instead, in its one transaction.
-pub const RULES_VERSION: u64 = 4;
+pub const RULES_VERSION: u64 = 5;
 
 /// The reading rules a profile's documents are made by under Hermes `version`: skillidx's
 /// own ([`RULES_VERSION`]) and the Hermes release's (which names and settings it reads), as
