@@ -108,3 +108,34 @@ fn cjk_pleasantries_find_nothing() {
         "team-kudos"
     );
 }
+
+#[test]
+fn a_misspelling_is_corrected_and_a_real_word_is_not() {
+    let h = Home::new();
+    h.skill(
+        "electronics/voltage-divider",
+        "voltage-divider",
+        "Compute the resistor values of a voltage divider",
+    );
+    h.skill(
+        "ops/kubernetes",
+        "kubernetes-deploy",
+        "Write Kubernetes deployment manifests",
+    );
+    for filler in 0..30 {
+        h.skill(
+            &format!("misc/filler-{filler}"),
+            &format!("filler-{filler}"),
+            "Format tables and lists in plain text files",
+        );
+    }
+    h.sync();
+    let search = |q: &str| top(&h, q, Ingredients::default());
+    // Two edits from `kubernetes`, and no English word: a typo.
+    assert_eq!(search("kuberentes manifests")[0], "kubernetes-deploy");
+    assert_eq!(search("kuberentes")[0], "kubernetes-deploy");
+    // `volta` is one edit from `voltage`'s stem, but it is a word: the turn about a sonnet's
+    // volta has nothing to do with voltage dividers.
+    assert!(search("volta").is_empty(), "{:?}", search("volta"));
+    assert_eq!(search("votlage")[0], "voltage-divider");
+}

@@ -36,6 +36,7 @@
 
 mod chitchat;
 mod counts;
+mod english;
 mod explain;
 mod intent;
 mod intent_words;

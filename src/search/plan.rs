@@ -5,6 +5,7 @@
 //! and counting each term's postings list, and cutting a long turn to its most informative
 //! terms. Scoring then only walks the lists this step read.
 
+use super::english::is_word;
 use super::query::Query;
 use super::stopwords::is_stop_word;
 use super::{Ingredients, Ranking, SearchOptions, Snapshot, View};
@@ -352,9 +353,9 @@ fn postings_of(
     Ok(list)
 }
 
-/// For a query word (five letters or more) found nowhere, the vocabulary term (same
-/// first letter) within one edit (two for words of eight letters or more) that the most
-/// skills contain.
+/// For a query word (five letters or more) found nowhere and not an English word, the
+/// vocabulary term (same first letter) within one edit (two for words of eight letters or
+/// more) that the most skills contain.
 fn typo_match(
     snap: &Snapshot,
     word: &str,
@@ -362,7 +363,8 @@ fn typo_match(
     view: &View,
 ) -> Result<Option<(String, TermList)>, StoreError> {
     let chars: Vec<char> = word.chars().collect();
-    if chars.len() < 5 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+    // A real word is not a misspelling of a vocabulary term: "volta" is not "voltage".
+    if chars.len() < 5 || !word.bytes().all(|b| b.is_ascii_lowercase()) || is_word(word) {
         return Ok(None);
     }
     let Some(table) = &snap.postings else {
