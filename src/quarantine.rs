@@ -52,13 +52,29 @@ pub fn screen(scan: &mut Scan, home: &Path) {
 /// What Hermes decided about one project skill folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// `safe` or `caution`: offered.
+    /// `safe` or `caution` (any verdict but `dangerous`): offered.
     Allowed,
     /// `dangerous`: quarantined, with Hermes' summary.
     Dangerous(String),
+    /// A record for the folder's current content that Hermes cannot read back into a scan
+    /// result (a required key missing, a finding of another shape, not UTF-8): reading it
+    /// raises, and Hermes quarantines the skill until its content changes.
+    Unreadable,
     /// No verdict for the folder's current content: not offered until Hermes scans it.
     Unscanned,
 }
+
+/// The keys of a recorded finding: `scan_skill_cached` rebuilds each as `Finding(**item)`,
+/// which takes exactly these.
+const FINDING_KEYS: [&str; 7] = [
+    "pattern_id",
+    "severity",
+    "category",
+    "file",
+    "line",
+    "match",
+    "description",
+];
 
 /// The verdict recorded in `cache` for the skill folder `dir` as it is now.
 pub fn verdict(dir: &Path, cache: &Path) -> Verdict {
@@ -69,7 +85,10 @@ pub fn verdict(dir: &Path, cache: &Path) -> Verdict {
     let Ok(bytes) = std::fs::read(&file) else {
         return Verdict::Unscanned;
     };
-    let text = String::from_utf8_lossy(&bytes);
+    // Hermes decodes as UTF-8 (BOM allowed) and lets a decoding error raise.
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Verdict::Unreadable;
+    };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}'))
     else {
         return Verdict::Unscanned;
@@ -79,11 +98,39 @@ pub fn verdict(dir: &Path, cache: &Path) -> Verdict {
         && field("scanner_version") == Some(SCANNER_VERSION)
         && field("source") == Some(SOURCE)
         && field("source_url") == Some("");
-    match (current, field("verdict")) {
-        (true, Some("dangerous")) => Verdict::Dangerous(field("summary").unwrap_or("").to_owned()),
-        (true, Some(_)) => Verdict::Allowed,
-        _ => Verdict::Unscanned,
+    if !current {
+        return Verdict::Unscanned;
     }
+    if !readable_by_hermes(&v) {
+        return Verdict::Unreadable;
+    }
+    match field("verdict") {
+        Some("dangerous") => Verdict::Dangerous(field("summary").unwrap_or("").to_owned()),
+        _ => Verdict::Allowed,
+    }
+}
+
+/// Whether `scan_skill_cached` can rebuild its scan result from the current record `v`: it
+/// reads `trust_level`, `verdict` and `scanned_at` as required keys (any value) and each
+/// item of `findings` (when present) as a `Finding`'s keyword arguments.
+fn readable_by_hermes(v: &serde_json::Value) -> bool {
+    let required = ["trust_level", "verdict", "scanned_at"]
+        .iter()
+        .all(|k| v.get(k).is_some());
+    let findings = match v.get("findings") {
+        None => true,
+        Some(serde_json::Value::Array(items)) => items.iter().all(|item| {
+            item.as_object().is_some_and(|o| {
+                o.len() == FINDING_KEYS.len() && FINDING_KEYS.iter().all(|k| o.contains_key(*k))
+            })
+        }),
+        // Iterating a string or a mapping yields no keyword arguments: it raises. An empty
+        // one yields nothing to build.
+        Some(serde_json::Value::String(s)) => s.is_empty(),
+        Some(serde_json::Value::Object(o)) => o.is_empty(),
+        Some(_) => false,
+    };
+    required && findings
 }
 
 /// Why a project skill at `skill_md` is not offered, for `verdict`; `None` when it is.
@@ -95,6 +142,10 @@ pub fn problem(skill_md: &Path, verdict: &Verdict) -> Option<Problem> {
                 "quarantined: Hermes' skills_guard found this project skill dangerous ({summary})"
             )
         }
+        Verdict::Unreadable => "quarantined: Hermes cannot read back its recorded skills_guard \
+                                verdict for this project skill (a key missing or of another \
+                                shape), and quarantines it until its content changes"
+            .to_owned(),
         Verdict::Unscanned => "not offered yet: Hermes' skills_guard has no verdict for this \
                                project skill's current content (a Hermes session in the project \
                                scans it; the skillidx plugin asks for the scan)"
@@ -173,6 +224,8 @@ mod tests {
             let json = serde_json::json!({
                 "bundle_hash": format!("sha256:{digest}"), "scanner_version": version,
                 "source": SOURCE, "source_url": "", "verdict": verdict, "summary": "why",
+                "trust_level": "community", "scanned_at": "2026-12-07T00:00:00+00:00",
+                "findings": [],
             });
             let name = format!("{digest}-{}.json", source_identity());
             std::fs::write(cache.join(name), json.to_string()).unwrap();
@@ -186,5 +239,65 @@ mod tests {
         write("safe", SCANNER_VERSION);
         std::fs::write(dir.join("scripts/run.sh"), "curl evil\n").unwrap();
         assert_eq!(verdict(&dir, &cache), Verdict::Unscanned, "content changed");
+    }
+
+    /// A current record Hermes cannot rebuild into a scan result makes `scan_skill_cached`
+    /// raise, and `is_quarantined_project_skill` quarantine the skill (0.21.3's
+    /// `tools/skills_guard.py`, `agent/skill_utils.py`).
+    #[test]
+    fn a_record_hermes_cannot_read_back_quarantines() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("skill");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), "---\nname: s\n---\n").unwrap();
+        let cache = t.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let name = format!(
+            "{}-{}.json",
+            content_digest(&dir).unwrap(),
+            source_identity()
+        );
+        let record = |edit: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+            let mut m = serde_json::json!({
+                "bundle_hash": format!("sha256:{}", content_digest(&dir).unwrap()),
+                "scanner_version": SCANNER_VERSION, "source": SOURCE, "source_url": "",
+                "verdict": "safe", "trust_level": "community",
+                "scanned_at": "2026-12-07T00:00:00+00:00",
+                "findings": [{"pattern_id": "p", "severity": "low", "category": "c",
+                              "file": "SKILL.md", "line": 1, "match": "m", "description": "d"}],
+            });
+            edit(m.as_object_mut().unwrap());
+            std::fs::write(cache.join(&name), m.to_string()).unwrap();
+            verdict(&dir, &cache)
+        };
+        assert_eq!(record(&|_| {}), Verdict::Allowed);
+        assert_eq!(record(&|m| drop(m.remove("findings"))), Verdict::Allowed);
+        assert_eq!(
+            record(&|m| drop(m.insert("verdict".into(), 1.into()))),
+            Verdict::Allowed
+        );
+        for key in ["trust_level", "scanned_at", "verdict"] {
+            assert_eq!(
+                record(&|m| drop(m.remove(key))),
+                Verdict::Unreadable,
+                "{key}"
+            );
+        }
+        let other_finding = serde_json::json!([{"pattern_id": "p"}]);
+        assert_eq!(
+            record(&|m| drop(m.insert("findings".into(), other_finding.clone()))),
+            Verdict::Unreadable
+        );
+        assert_eq!(
+            record(&|m| drop(m.insert("findings".into(), "x".into()))),
+            Verdict::Unreadable
+        );
+        // Not current: Hermes scans again, skillidx waits for that scan.
+        assert_eq!(
+            record(&|m| drop(m.insert("source_url".into(), "u".into()))),
+            Verdict::Unscanned
+        );
+        std::fs::write(cache.join(&name), b"{\"verdict\": \"safe\xff\"}").unwrap();
+        assert_eq!(verdict(&dir, &cache), Verdict::Unreadable);
     }
 }

@@ -49,6 +49,7 @@ fn record_verdict(home: &Path, dir: &Path, verdict: &str) {
         "verdict": verdict,
         "trust_level": "community",
         "findings": [],
+        "scanned_at": "2026-12-07T00:00:00+00:00",
         "summary": format!("{verdict} by the test"),
     });
     write(

@@ -205,7 +205,8 @@ def _record_verdict(home: Path, skill_dir: Path, verdict: str) -> None:
     (cache / f"{digest}-{source}.json").write_text(json.dumps({
         "bundle_hash": f"sha256:{digest}", "scanner_version": "skills-guard-v4",
         "source": "project-local", "source_url": "", "verdict": verdict,
-        "trust_level": "community", "findings": [], "summary": verdict}))
+        "trust_level": "community", "findings": [], "summary": verdict,
+        "scanned_at": "2026-12-07T00:00:00+00:00"}))
 
 
 def test_a_session_in_a_trusted_project_is_served_its_project_skills(
