@@ -233,6 +233,71 @@ fn claude_code_user_install_adds_two_entries_and_uninstall_gives_the_files_back(
     assert!(String::from_utf8_lossy(&out.stdout).contains("found no"));
 }
 
+/// Starts an installed MCP server entry as the agent does and returns its answer to
+/// `initialize`.
+fn start_server(w: &World, server: &Value) -> Value {
+    let args: Vec<&str> = server["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let mut child = Command::new(server["command"].as_str().unwrap())
+        .args(&args)
+        .env("HOME", w.home())
+        .env_remove("HERMES_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{init}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(first.lines().next().unwrap_or("null")).unwrap()
+}
+
+#[test]
+fn with_a_hermes_home_the_installed_commands_name_it_and_run() {
+    // A machine with a Hermes home: install writes `--home` into both entries, after the
+    // subcommand (the program itself takes no option), and both commands start.
+    let w = World::new();
+    let hermes = w.home().join(".hermes");
+    w.write(
+        &hermes.join("skills/productivity/pdf-tools/SKILL.md"),
+        "---\nname: pdf-tools\ndescription: Merge and split PDF files.\n---\nSteps.\n",
+    );
+    w.write(&hermes.join("config.yaml"), "skills: {}\n");
+    w.run(&["agents", "install", "claude-code"]);
+    let server = &json(&w.home().join(".claude.json"))["mcpServers"]["skillidx"];
+    let home = std::fs::canonicalize(&hermes).unwrap();
+    assert_eq!(
+        server["args"],
+        serde_json::json!(["mcp", "--agent", "claude-code", "--home", home])
+    );
+    let answer = start_server(&w, server);
+    assert_eq!(answer["id"], 1);
+    assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+
+    let command = our_hook_command(&json(&w.home().join(".claude/settings.json")));
+    assert!(command.contains(" hook claude-code --home "), "{command}");
+    let answer = run_hook(&w, &command, "turn this PDF document into markdown");
+    let context = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains("pdf-to-markdown"), "{context}");
+}
+
 #[test]
 fn claude_code_project_install_creates_its_files_and_uninstall_removes_them() {
     let w = World::new();

@@ -77,8 +77,9 @@ pub struct Target {
     pub codex_home: PathBuf,
 }
 
-/// What the entries run: `<program> <options…> mcp --agent <agent>` and
-/// `<program> <options…> hook <agent>`.
+/// What the entries run: `<program> mcp --agent <agent> <options…>` and
+/// `<program> hook <agent> <options…>` (the options belong to the subcommand: the program
+/// itself takes none).
 #[derive(Debug, Clone)]
 pub struct Commands {
     /// The skillidx program, as an absolute path (the agent's PATH may not hold it).
@@ -239,8 +240,8 @@ fn put(
     commands: &Commands,
 ) -> Result<Option<String>, String> {
     let program = commands.program.to_string_lossy().into_owned();
-    let mut server_args: Vec<String> = commands.options.clone();
-    server_args.extend(["mcp".into(), "--agent".into(), agent.name().into()]);
+    let mut server_args: Vec<String> = vec!["mcp".into(), "--agent".into(), agent.name().into()];
+    server_args.extend(commands.options.iter().cloned());
     let new = match entry {
         Entry::JsonServer => {
             let server = json!({"type": "stdio", "command": program, "args": server_args});
@@ -252,9 +253,8 @@ fn put(
             )?
         }
         Entry::JsonHook => {
-            let mut words = vec![program];
+            let mut words = vec![program, "hook".into(), agent.name().into()];
             words.extend(commands.options.iter().cloned());
-            words.extend(["hook".into(), agent.name().into()]);
             let line = words.iter().map(|w| shell_word(w)).collect::<Vec<_>>();
             let group = json!({"hooks": [{
                 "type": "command",
