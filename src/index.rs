@@ -347,6 +347,21 @@ impl Index {
             .collect())
     }
 
+    /// The Hermes release whose offer rules `profile`'s last sync followed (`None`: never
+    /// synced, or by a build that did not record it).
+    pub fn follows(&self, profile: &str) -> Result<Option<crate::version::HermesVersion>, Error> {
+        store::contain(self.store.path(), || {
+            let txn = self.store.read()?;
+            let tables = ProfileTables::new(profile);
+            let Some(state) = store::open_or_none(&self.store, &txn, tables.state())? else {
+                return Ok(None);
+            };
+            let rules: Option<u64> =
+                store::get_lenient(&self.store, &state, store::records::RULES_VERSION_KEY)?;
+            Ok(rules.and_then(crate::version::HermesVersion::of_reading_rules))
+        })
+    }
+
     /// Figures for `profile`.
     pub fn stats(&self, profile: &str) -> Result<ProfileStats, Error> {
         store::contain(self.store.path(), || self.stats_inner(profile))

@@ -282,3 +282,45 @@ fn the_curators_backups_are_walked_before_0_21_only() {
     assert_eq!(offered_as(&h, V0_21), [pair("tools", "live")]);
     assert_eq!(offered_as(&h, V0_20), all);
 }
+
+#[test]
+fn a_query_for_another_release_than_the_index_follows_is_refused() {
+    // `offered`, `list` and `search` answer with the offer rules of the last sync: asked
+    // for another release, they say so instead of answering with the wrong rules.
+    let h = home();
+    let run = |args: &[&str]| {
+        bin()
+            .args(args)
+            .arg("--home")
+            .arg(h.path())
+            .arg("--db")
+            .arg(h.db())
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["sync", "--hermes-version", "0.19.0"])
+        .status
+        .success());
+    for command in [&["offered"][..], &["list"], &["search", "plain"]] {
+        let asked = |version: &str| {
+            let mut args = command.to_vec();
+            args.extend(["--hermes-version", version]);
+            run(&args)
+        };
+        let same = asked("0.19.0");
+        assert!(same.status.success(), "{command:?}: {same:?}");
+        let other = asked("0.21.3");
+        assert_eq!(other.status.code(), Some(1), "{command:?}: {other:?}");
+        let why = String::from_utf8_lossy(&other.stderr);
+        assert!(
+            why.contains("Hermes 0.19") && why.contains("sync --hermes-version 0.21"),
+            "{command:?}: {why}"
+        );
+    }
+    assert!(run(&["sync", "--hermes-version", "0.21.3"])
+        .status
+        .success());
+    assert!(run(&["offered", "--hermes-version", "0.21.3"])
+        .status
+        .success());
+}

@@ -209,6 +209,17 @@ impl Common {
         let profile = self.query_profile(&place, &index)?;
         index.ensure_home(&place.root.path)?;
         index.ensure_profile(&profile.name)?;
+        // A query answers with the offer rules its index was synced by: a release asked for
+        // that the index does not follow is refused rather than silently ignored.
+        if let (Some(told), Some(follows)) = (self.hermes()?, index.follows(&profile.name)?) {
+            if told != follows {
+                anyhow::bail!(
+                    "profile {} is indexed by the offer rules of Hermes {follows}, not {told}: \
+                     run `skillidx sync --hermes-version {told}` first",
+                    profile.name
+                );
+            }
+        }
         Ok((place, index, profile))
     }
 }
