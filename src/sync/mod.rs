@@ -170,36 +170,100 @@ fn fail_point(store: &Store, name: &str) -> Result<(), StoreError> {
     })
 }
 
-/// Syncs `profile` into `store`.
+/// Syncs `profile` into `store`: look (no lock), then, unless nothing changed, write (one
+/// transaction).
 pub fn sync_profile(
     store: &Store,
     profile: &Profile,
     opts: &SyncOptions<'_>,
 ) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
+    let mut report = SyncReport {
+        profile: profile.name.clone(),
+        ..Default::default()
+    };
+    check_home(store, profile)?;
+    let look = look(store, profile, opts, &mut report)?;
+    if look.unchanged(opts.rebuild) {
+        report.take_tally(look.planned.tally);
+        report.generation = look.base.stats.generation;
+        (report.active, report.inactive) = look.base.offered_counts();
+    } else {
+        write(store, profile, opts, look, &mut report)?;
+    }
+    report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(report)
+}
+
+/// What a sync learnt before taking the write lock: the base it read, what it found on
+/// disk, and the plan (with the vectors to store) against that base.
+struct Look {
+    now: i64,
+    os: String,
+    tables: ProfileTables,
+    base: Committed,
+    snapshot: ConfigSnapshot,
+    /// The reading rules the documents are made by.
+    reading: u64,
+    observed: Vec<observe::Observed>,
+    planned: plan::Plan,
+    /// The folder cache as committed, and the rows to write into it.
+    dir_cache: FxHashMap<String, scan::DirListing>,
+    dirs: DirUpdate,
+    /// Whether the folder cache is stale enough to be worth a commit of its own.
+    dirs_worth_writing: bool,
+    /// The walk's problems, when they differ from those committed.
+    problems: Option<Vec<Problem>>,
+    #[cfg(feature = "semantic")]
+    vectors: Option<embed::Prepared>,
+    /// When the phase being timed began.
+    mark: Instant,
+}
+
+impl Look {
+    /// Whether the sync has nothing to write.
+    fn unchanged(&self, rebuild: bool) -> bool {
+        !rebuild
+            && self.planned.is_empty()
+            && !self.dirs_worth_writing
+            && !self.vectors_dirty()
+            && self.problems.is_none()
+    }
+
+    /// Whether the vectors table needs writing.
+    fn vectors_dirty(&self) -> bool {
+        #[cfg(feature = "semantic")]
+        return self.vectors.as_ref().is_some_and(embed::Prepared::dirty);
+        #[cfg(not(feature = "semantic"))]
+        false
+    }
+}
+
+/// The first step, with no lock: the base, the walk, the observations of every SKILL.md,
+/// the plan against the base and the embeddings it needs.
+fn look(
+    store: &Store,
+    profile: &Profile,
+    opts: &SyncOptions<'_>,
+    report: &mut SyncReport,
+) -> Result<Look, SyncError> {
     let now = now_ns();
     let os = opts
         .os
         .clone()
         .unwrap_or_else(|| skill::current_os().to_owned());
     let tables = ProfileTables::new(&profile.name);
-    let mut report = SyncReport {
-        profile: profile.name.clone(),
-        ..Default::default()
-    };
-    check_home(store, profile)?;
-
     let mut mark = Instant::now();
     let (mut base, dir_cache, base_problems, rules) = if opts.rebuild {
         Default::default()
     } else {
         read_base(store, &tables)?
     };
-    let (hermes, config, roots) = sources(profile, opts, rules, &mut report);
+    let (hermes, config, roots) = sources(profile, opts, rules, report);
     let snapshot = ConfigSnapshot::of(&config);
     let reading = reading_rules(hermes);
     if !base.manifest.is_empty() && rules != Some(reading) {
-        read_again(store, &mut base, hermes, &mut report);
+        read_again(store, &mut base, hermes, report);
     }
     report.phase("read base", &mut mark);
     fail_point(store, failpoint::names::SYNC_AFTER_BASE)?;
@@ -208,8 +272,7 @@ pub fn sync_profile(
     crate::quarantine::screen(&mut found, &profile.home);
     report.phase("scan", &mut mark);
     // What the walk could not use is kept for `stats`, written when it changes.
-    let problems_changed = found.problems != base_problems;
-    let problems = problems_changed.then(|| found.problems.clone());
+    let problems = (found.problems != base_problems).then(|| found.problems.clone());
     report.skipped.extend(found.problems);
     report.warnings.extend(found.notices);
     report.listed = found.listed;
@@ -218,13 +281,13 @@ pub fn sync_profile(
     report.phase("hash and parse", &mut mark);
     report.count_observed(&observed);
 
-    let mut dirs = DirUpdate::diff(&dir_cache, found.listings);
+    let dirs = DirUpdate::diff(&dir_cache, found.listings);
     // Refreshing the folder cache is worth a write of its own only when much of it is
     // missing or stale (a first sync after an upgrade); otherwise it rides along with the
     // next commit, and the few folders it lacks are listed meanwhile.
     let dirs_worth_writing = dirs.len() > 32.max(dir_cache.len() / 100);
     let no_conflicts = FxHashMap::default();
-    let mut planned = plan::plan(&base, &base, &observed, &no_conflicts, &snapshot, &os, now);
+    let planned = plan::plan(&base, &base, &observed, &no_conflicts, &snapshot, &os, now);
     report.phase("plan", &mut mark);
     #[cfg(feature = "semantic")]
     let vectors = match opts.semantic {
@@ -243,23 +306,35 @@ pub fn sync_profile(
         }
         None => None,
     };
-    #[cfg(feature = "semantic")]
-    let vectors_dirty = vectors.as_ref().is_some_and(embed::Prepared::dirty);
-    #[cfg(not(feature = "semantic"))]
-    let vectors_dirty = false;
-    if !opts.rebuild
-        && planned.is_empty()
-        && !dirs_worth_writing
-        && !vectors_dirty
-        && !problems_changed
-    {
-        report.take_tally(planned.tally);
-        report.generation = base.stats.generation;
-        (report.active, report.inactive) = base.offered_counts();
-        report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-        return Ok(report);
-    }
+    Ok(Look {
+        now,
+        os,
+        tables,
+        base,
+        snapshot,
+        reading,
+        observed,
+        planned,
+        dir_cache,
+        dirs,
+        dirs_worth_writing,
+        problems,
+        #[cfg(feature = "semantic")]
+        vectors,
+        mark,
+    })
+}
 
+/// The second step, in one write transaction: re-plan if another sync committed since the
+/// base was read, write the plan, the folder cache, the vectors and the walk's problems,
+/// and commit once.
+fn write(
+    store: &Store,
+    profile: &Profile,
+    opts: &SyncOptions<'_>,
+    mut look: Look,
+    report: &mut SyncReport,
+) -> Result<(), SyncError> {
     fail_point(store, failpoint::names::SYNC_BEFORE_WRITE)?;
     let wait = Instant::now();
     // A handle opened here for writing is closed right after the commit (below).
@@ -271,69 +346,17 @@ pub fn sync_profile(
     };
     let txn = store.write()?;
     report.lock_wait_ms = wait.elapsed().as_secs_f64() * 1e3;
-    report.phase("lock", &mut mark);
+    report.phase("lock", &mut look.mark);
     fail_point(store, failpoint::names::SYNC_IN_WRITE)?;
     store.check_schema_in(&txn)?;
     store.claim_root_home(&txn, &profile.root)?;
 
-    // The committed state the plan is applied to: the base itself when no other sync
-    // committed since it was read (`None`: borrowing it, since a copy of a hub-sized
-    // manifest costs tens of milliseconds to make and to free), else what is committed now.
-    let moved = committed_now(store, &txn, &tables, &base, opts.rebuild)?;
-    report.replanned = moved.is_some() && !opts.rebuild;
-    let current = moved.as_ref().unwrap_or(&base);
-    if moved.is_some() {
-        // The file as it is now decides between our look and the other sync's.
-        let fresh = restat(plan::conflicts(&base, current));
-        planned = plan::plan(&base, current, &observed, &fresh, &snapshot, &os, now);
-    }
-    let changed = opts.rebuild || !planned.is_empty();
-    report.take_tally(std::mem::take(&mut planned.tally));
-    if changed || dirs_worth_writing {
-        write_dirs(store, &txn, &tables, &mut dirs)?;
-    }
-    // Nothing below reads the folder listings: a full build's apply holds every document,
-    // and this gives it back the 90k folders' worth first.
-    drop((dirs, dir_cache));
-    if changed {
-        let to = apply::Target {
-            store,
-            tables: &tables,
-            txn: &txn,
-        };
-        let ctx = apply::Context {
-            config: &snapshot,
-            os: &os,
-            now_ns: now,
-            reading_rules: reading,
-        };
-        let applied = apply::apply(&to, planned, observed, current.stats.clone(), &ctx)?;
-        report.generation = applied.generation;
-        report.active = applied.active;
-        report.inactive = applied.inactive;
-        let mut profiles = txn.open_table(PROFILES).map_err(|e| store.err(e))?;
-        let info = ProfileInfo {
-            home: profile.home.to_string_lossy().into_owned(),
-        };
-        profiles
-            .insert(profile.name.as_str(), encode(&info).as_slice())
-            .map_err(|e| store.err(e))?;
-    } else {
-        report.generation = current.stats.generation;
-        (report.active, report.inactive) = current.offered_counts();
-    }
-    #[cfg(feature = "semantic")]
-    if let Some(vectors) = &vectors {
-        embed::write(store, &txn, &profile.name, vectors, report.generation)?;
-    }
-    if let Some(problems) = &problems {
-        store::put_walk_problems(store, &txn, &tables, problems)?;
-    }
-    report.phase("apply", &mut mark);
-    if changed || dirs_worth_writing || vectors_dirty || problems_changed {
+    let written = write_in(store, &txn, profile, opts, &mut look, report)?;
+    report.phase("apply", &mut look.mark);
+    if written {
         fail_point(store, failpoint::names::SYNC_BEFORE_COMMIT)?;
         store.commit(txn)?;
-        report.phase("commit", &mut mark);
+        report.phase("commit", &mut look.mark);
         report.committed = true;
     } else {
         txn.abort().map_err(|e| store.err(e))?;
@@ -343,10 +366,96 @@ pub fn sync_profile(
         // the clean shutdown that lets readers open the file without a live writer): done
         // here, timed, and before the sync's large structures are freed.
         drop(writer);
-        report.phase("close", &mut mark);
+        report.phase("close", &mut look.mark);
     }
-    report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-    Ok(report)
+    Ok(())
+}
+
+/// Everything [`write`] writes inside `txn`; whether there was anything to commit.
+fn write_in(
+    store: &Store,
+    txn: &WriteTransaction,
+    profile: &Profile,
+    opts: &SyncOptions<'_>,
+    look: &mut Look,
+    report: &mut SyncReport,
+) -> Result<bool, SyncError> {
+    // The committed state the plan is applied to: the base itself when no other sync
+    // committed since it was read (`None`: borrowing it, since a copy of a hub-sized
+    // manifest costs tens of milliseconds to make and to free), else what is committed now.
+    let moved = committed_now(store, txn, &look.tables, &look.base, opts.rebuild)?;
+    report.replanned = moved.is_some() && !opts.rebuild;
+    let current = moved.as_ref().unwrap_or(&look.base);
+    let mut planned = std::mem::take(&mut look.planned);
+    if moved.is_some() {
+        // The file as it is now decides between our look and the other sync's.
+        let fresh = restat(plan::conflicts(&look.base, current));
+        let (obs, snap) = (&look.observed, &look.snapshot);
+        planned = plan::plan(&look.base, current, obs, &fresh, snap, &look.os, look.now);
+    }
+    let changed = opts.rebuild || !planned.is_empty();
+    report.take_tally(std::mem::take(&mut planned.tally));
+    if changed || look.dirs_worth_writing {
+        write_dirs(store, txn, &look.tables, &mut look.dirs)?;
+    }
+    // Nothing below reads the folder listings: a full build's apply holds every document,
+    // and this gives it back the 90k folders' worth first.
+    drop((
+        std::mem::take(&mut look.dirs),
+        std::mem::take(&mut look.dir_cache),
+    ));
+    if changed {
+        let stats = current.stats.clone();
+        apply_plan(store, txn, profile, look, planned, stats, report)?;
+    } else {
+        report.generation = current.stats.generation;
+        (report.active, report.inactive) = current.offered_counts();
+    }
+    #[cfg(feature = "semantic")]
+    if let Some(vectors) = &look.vectors {
+        embed::write(store, txn, &profile.name, vectors, report.generation)?;
+    }
+    if let Some(problems) = &look.problems {
+        store::put_walk_problems(store, txn, &look.tables, problems)?;
+    }
+    Ok(changed || look.dirs_worth_writing || look.vectors_dirty() || look.problems.is_some())
+}
+
+/// Applies `planned` to the committed `stats` with the observations (taken from `look`),
+/// and records the profile's home.
+fn apply_plan(
+    store: &Store,
+    txn: &WriteTransaction,
+    profile: &Profile,
+    look: &mut Look,
+    planned: plan::Plan,
+    stats: CorpusStats,
+    report: &mut SyncReport,
+) -> Result<(), SyncError> {
+    let to = apply::Target {
+        store,
+        tables: &look.tables,
+        txn,
+    };
+    let ctx = apply::Context {
+        config: &look.snapshot,
+        os: &look.os,
+        now_ns: look.now,
+        reading_rules: look.reading,
+    };
+    let observed = std::mem::take(&mut look.observed);
+    let applied = apply::apply(&to, planned, observed, stats, &ctx)?;
+    report.generation = applied.generation;
+    report.active = applied.active;
+    report.inactive = applied.inactive;
+    let mut profiles = txn.open_table(PROFILES).map_err(|e| store.err(e))?;
+    let info = ProfileInfo {
+        home: profile.home.to_string_lossy().into_owned(),
+    };
+    profiles
+        .insert(profile.name.as_str(), encode(&info).as_slice())
+        .map_err(|e| store.err(e))?;
+    Ok(())
 }
 
 /// Refuses a file that records another root home than the profile's.
