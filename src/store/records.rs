@@ -277,20 +277,21 @@ pub struct CorpusStats {
 }
 
 impl CorpusStats {
-    /// Counts an offered document with field lengths `lens` in (`add`) or out.
+    /// Counts an offered document with field lengths `lens` in (`add`) or out. Taking out
+    /// stops at zero: statistics a damaged file undercounts must not wrap around.
     pub fn count(&mut self, lens: &[u32; FIELD_COUNT], add: bool) {
         if add {
             self.docs += 1;
         } else {
-            self.docs -= 1;
+            self.docs = self.docs.saturating_sub(1);
         }
         for ((sum, with), &len) in self.sum_lens.iter_mut().zip(&mut self.field_docs).zip(lens) {
             if add {
                 *sum += u64::from(len);
                 *with += u32::from(len > 0);
             } else {
-                *sum -= u64::from(len);
-                *with -= u32::from(len > 0);
+                *sum = sum.saturating_sub(u64::from(len));
+                *with = with.saturating_sub(u32::from(len > 0));
             }
         }
     }
