@@ -2,9 +2,10 @@
 ``pre_llm_call`` hook against a stub OpenAI-compatible endpoint on 127.0.0.1, the JSON-lines log
 it writes, and ``skillidx rerank-report`` on that log.
 
-The query below gives the engine's order terraform-plan, docker-cleanup, kubernetes-debugging on
-the conftest home; with SKILL_RETRIEVAL_INJECT_K=2 the engine injects the first two, so a reply
-that puts kubernetes-debugging first shows in the injection.
+The query below gives the engine's order docker-cleanup, terraform-plan, kubernetes-debugging on
+the conftest home (the first two nearly tied: the expectations that follow the engine's order are
+written from ``ENGINE``); with SKILL_RETRIEVAL_INJECT_K=2 the engine injects the first two, so a
+reply that puts kubernetes-debugging first shows in the injection.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ import skillidx
 from conftest import Ctx
 
 QUERY = "docker kubernetes terraform"
-ENGINE = ["terraform-plan", "docker-cleanup", "kubernetes-debugging"]
+ENGINE = ["docker-cleanup", "terraform-plan", "kubernetes-debugging"]
+K8S = "kubernetes-debugging"
+# The engine's order with kubernetes-debugging put first.
+K8S_FIRST = [K8S] + [s for s in ENGINE if s != K8S]
 KEY = "sk-test-rerank"
 MODEL = "stub-rerank-model"
 SKILLIDX = Path(sys.executable).parent / "skillidx"
@@ -273,14 +277,14 @@ def test_a_garbage_reply_fails_open(setup: Any, endpoint: Endpoint, log: Path) -
 def test_unknown_skill_names_are_ignored_and_logged(setup: Any, endpoint: Endpoint, log: Path) -> None:
     endpoint.content = '["made-up-skill", "kubernetes-debugging", "another-ghost", "kubernetes-debugging"]'
     p = setup()
-    assert turn(p)["ids"] == ["kubernetes-debugging", "terraform-plan"]
+    assert turn(p)["ids"] == K8S_FIRST[:2]
     # A reply naming only skills that are not candidates gives no order.
     endpoint.content = '["made-up-skill"]'
     assert turn(p)["ids"] == ENGINE[:2]
     first, second = lines(log)
     assert first["outcome"] == "ok"
     assert first["unknown"] == ["made-up-skill", "another-ghost"]
-    assert first["reranked"] == ["kubernetes-debugging", "terraform-plan", "docker-cleanup"]
+    assert first["reranked"] == K8S_FIRST
     assert second["outcome"] == "bad_reply"
     assert second["unknown"] == ["made-up-skill"]
 
@@ -387,7 +391,7 @@ def test_rerank_report_counts_the_turns_logged(setup: Any, endpoint: Endpoint, l
     p = setup(SKILL_RETRIEVAL_RERANK_TIMEOUT="0.3")
     endpoint.content = '["kubernetes-debugging", "ghost"]'   # ok, top-3 changed, 1 unknown
     turn(p)
-    endpoint.content = '["terraform-plan", "docker-cleanup"]'  # ok, nothing changed
+    endpoint.content = json.dumps(ENGINE[:2])  # ok, nothing changed
     turn(p)
     endpoint.content = "no idea"                               # bad_reply
     turn(p)
