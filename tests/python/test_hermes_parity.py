@@ -65,6 +65,9 @@ for c in cases:
     su._ENV_DETECT_CACHE.clear()
     env = set(c.get("env") or [])
     su._ENV_DETECT_CACHE.update({k: k in env for k in ("kanban", "docker", "s6")})
+    # 0.20 never caches the kanban verdict: it reads a dispatched worker's variables.
+    if "kanban" in env:
+        os.environ["HERMES_KANBAN_TASK"] = "t-test"
     tools = set(c["tools"]) if c.get("tools") is not None else None
     toolsets = set(c["toolsets"]) if c.get("toolsets") is not None else None
     try:
@@ -370,9 +373,16 @@ ALL_SESSIONS = [
 ]
 
 
-def compare(name: str, home: Path, db: Path, cases: List[Case]) -> List[str]:
-    hermes = hermes_offered(home, cases)
-    ours = skillidx_offered(home, db, cases)
+# The releases the differential tests run: the venv's hermes-agent (0.19.0, from PyPI) and
+# 0.20.1 (`hermes_release`). 0.21.3 is on no package registry: tests/hermes_0_21.rs.
+RELEASES = [HERMES_VERSION, "0.20.1.2"]
+
+
+def compare(name: str, home: Path, db: Path, cases: List[Case],
+            version: str = HERMES_VERSION) -> List[str]:
+    modules = None if version == HERMES_VERSION else hermes_release(version)
+    hermes = hermes_offered(home, cases, modules=modules)
+    ours = skillidx_offered(home, db, cases, version=version)
     report = []
     for case, h, s in zip(cases, hermes, ours):
         listed = [d for d in DELIBERATE.get(name, []) if d[4] is None or case.name in d[4]]
@@ -404,27 +414,30 @@ def compare(name: str, home: Path, db: Path, cases: List[Case]) -> List[str]:
     return report
 
 
-def test_generated_rules_home_matches_hermes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_generated_rules_home_matches_hermes(tmp_path: Path, version: str) -> None:
     home = generated_rules_home(tmp_path)
-    report = compare("rules", home, tmp_path / "rules.redb", ALL_SESSIONS)
+    report = compare("rules", home, tmp_path / "rules.redb", ALL_SESSIONS, version)
     print("\n".join(report))
 
 
-def test_generated_quirks_home_differs_only_as_listed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_generated_quirks_home_differs_only_as_listed(tmp_path: Path, version: str) -> None:
     home = generated_quirks_home(tmp_path)
     cases = [Case("no tool info"), Case("tools", tools={"x"}, toolsets=set())]
-    report = compare("quirks", home, tmp_path / "quirks.redb", cases)
+    report = compare("quirks", home, tmp_path / "quirks.redb", cases, version)
     print("\n".join(report))
     assert any("Hermes raised" in r for r in report), report
 
 
-def test_example_home_matches_hermes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_example_home_matches_hermes(tmp_path: Path, version: str) -> None:
     home = tmp_path / "example"
     shutil.copytree(REPO / "examples" / "hermes-home", home, symlinks=True)
     cases = [Case("no tool info"), Case("telegram", platform="telegram"),
              Case("tools", tools={"terminal"}, toolsets={"terminal"}),
              Case("all environments", env={"kanban", "docker", "s6"})]
-    report = compare("example", home, tmp_path / "example.redb", cases)
+    report = compare("example", home, tmp_path / "example.redb", cases, version)
     print("\n".join(report))
 
 
@@ -435,7 +448,8 @@ def shared_corpus() -> Optional[Path]:
     return None
 
 
-def test_shared_corpus_matches_hermes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES)
+def test_shared_corpus_matches_hermes(tmp_path: Path, version: str) -> None:
     corpus = shared_corpus()
     if corpus is None:
         pytest.skip("the shared corpus is not here")
@@ -446,7 +460,7 @@ def test_shared_corpus_matches_hermes(tmp_path: Path) -> None:
     os.symlink(corpus / "skills", home / "skills")
     cases = [Case("no tool info"), Case("all environments", env={"kanban", "docker", "s6"}),
              Case("tools", tools={"terminal", "browser"}, toolsets={"terminal", "web"})]
-    report = compare("corpus", home, tmp_path / "corpus.redb", cases)
+    report = compare("corpus", home, tmp_path / "corpus.redb", cases, version)
     print("\n".join(report))
 
 
@@ -571,7 +585,7 @@ def versions_home(base: Path) -> Path:
     return home
 
 
-@pytest.mark.parametrize("version", [HERMES_VERSION, "0.20.1.2"])
+@pytest.mark.parametrize("version", RELEASES)
 def test_each_hermes_release_is_matched_by_its_own_rules(tmp_path: Path, version: str) -> None:
     """The same home through Hermes 0.19.0 and 0.20.1.2's own builders, and through skillidx
     told each version: the same pairs (0.21.3 is not published to a package registry; its
@@ -588,3 +602,45 @@ def test_each_hermes_release_is_matched_by_its_own_rules(tmp_path: Path, version
     if modules is not None:
         older = skillidx_offered(home, tmp_path / "older.redb", cases)
         assert older != ours, "0.19 and 0.20 rules agree on this home"
+
+
+def _0_21_rules_apply(home: Path) -> List[str]:
+    """Where a rule 0.21 added over 0.20 applies in `home` (docs/offer-rules.md): a
+    `session_platforms` key, `hermes-agent` disabled, `skills.create_dir`, a curator backup
+    folder. (Trusted project skills need a session inside a project; these run outside.)"""
+    found = []
+    for md in (home / "skills").rglob("SKILL.md"):
+        if "session_platforms" in md.read_text(encoding="utf-8", errors="replace"):
+            found.append(f"session_platforms in {md}")
+    found += [f"curator backups: {p}" for p in (home / "skills").rglob(".curator_backups")]
+    config = home / "config.yaml"
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    if "create_dir" in text or "hermes-agent" in text:
+        found.append("config.yaml names create_dir or hermes-agent")
+    return found
+
+
+@pytest.mark.parametrize("which", ["example", "corpus"])
+def test_0_21_lists_what_0_20_lists_where_no_0_21_rule_applies(tmp_path: Path, which: str) -> None:
+    """Hermes 0.21.3 is on no package registry (tests/hermes_0_21.rs checks each of its rules
+    on a rule home, against expectations read from its code). Its listing differs from
+    0.20.1's only where a rule it added applies; on the example home and the shared corpus
+    none does (checked), so `offered --hermes-version 0.21.3` must equal what Hermes
+    0.20.1's own builder lists there."""
+    home = tmp_path / which
+    if which == "example":
+        shutil.copytree(REPO / "examples" / "hermes-home", home, symlinks=True)
+    else:
+        corpus = shared_corpus()
+        if corpus is None:
+            pytest.skip("the shared corpus is not here")
+        home.mkdir()
+        os.symlink(corpus / "skills", home / "skills")
+    assert _0_21_rules_apply(home) == []
+    cases = [Case("no tool info"), Case("telegram", platform="telegram"),
+             Case("tools", tools={"terminal"}, toolsets={"terminal"})]
+    hermes = hermes_offered(home, cases, modules=hermes_release("0.20.1.2"))
+    ours = skillidx_offered(home, tmp_path / "i.redb", cases, version="0.21.3")
+    for case, h, s in zip(cases, hermes, ours):
+        assert "error" not in h, h
+        assert {(c, n) for c, n in h["pairs"]} == s, (which, case.name)
