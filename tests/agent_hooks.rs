@@ -121,3 +121,71 @@ fn a_long_prompt_still_gets_a_context_that_reaches_the_model_whole() {
         .unwrap();
     assert!(context.contains("docker-cleanup") && context.chars().count() < 10_000);
 }
+
+#[test]
+fn long_entries_are_cut_at_whole_entries_under_the_cap() {
+    // Six matching skills whose entries (each with its SKILL.md path, here ~2,000
+    // characters deep) do not fit under the 10,000 characters that reach the model whole:
+    // the context keeps the best entries that fit, each whole, and stops there.
+    let h = Home::new();
+    let deep: String = (0..8)
+        .map(|i| {
+            let words: Vec<String> = (0..24).map(|w| format!("area{i}x{w}")).collect();
+            format!("{}/", words.join("-"))
+        })
+        .collect();
+    // Six capabilities (no two names or descriptions alike, so none folds into another's
+    // entry).
+    let capabilities = [
+        (
+            "docker-prune",
+            "Remove dangling Docker images to reclaim disk space",
+        ),
+        (
+            "image-scan",
+            "Scan Docker images for known vulnerabilities before release",
+        ),
+        (
+            "slim-builds",
+            "Shrink Docker images with multi-stage builds and slim bases",
+        ),
+        (
+            "cosign-verify",
+            "Sign and verify Docker images in a registry",
+        ),
+        (
+            "registry-mirror",
+            "Mirror Docker images between registries on a schedule",
+        ),
+        (
+            "image-inventory",
+            "List which Docker images each running service uses",
+        ),
+    ];
+    for (name, what) in capabilities {
+        h.skill(&format!("{deep}{name}"), name, what);
+    }
+    for n in 0..30 {
+        h.skill(
+            &format!("misc/filler-{n}"),
+            &format!("filler-{n}"),
+            "Format tables in plain text files",
+        );
+    }
+    h.sync();
+    let (code, out) = hook(&h, "claude-code", &event("manage our docker images"));
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(out.trim()).expect("a context");
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    let entries = context.lines().filter(|l| l.starts_with("- **")).count();
+    assert!(
+        context.chars().count() <= 9_500,
+        "{}",
+        context.chars().count()
+    );
+    assert!((1..6).contains(&entries), "{entries} entries: {context}");
+    // Every entry shown is whole: its name and the end of its path.
+    assert_eq!(context.matches("/SKILL.md").count(), entries, "{context}");
+}
