@@ -101,8 +101,9 @@ def test_a_malformed_request_gets_an_error_and_the_server_keeps_serving(corpus_h
 
 def test_the_wheel_installs_into_claude_code_and_the_client_starts_what_it_wrote(tmp_path: Path) -> None:
     """`skillidx agents install claude-code` from the installed wheel: the entries name the
-    wheel's `skillidx` script (not the Python running it), and the real MCP client, started
-    from the entry as Claude Code would start it, finds Claude Code's own skills."""
+    wheel's `skillidx` script (not the Python running it); the real MCP client, started from
+    the entry as Claude Code would start it, and the hook command, run as Claude Code runs it,
+    find Claude Code's own skills."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -131,6 +132,15 @@ def test_the_wheel_installs_into_claude_code_and_the_client_starts_what_it_wrote
                 return res.content[0].text
 
     assert "pdf-to-markdown" in asyncio.run(search())
+    # The hook, run through the shell as Claude Code runs it, with a documented event.
+    event = {"session_id": "s1", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
+             "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+             "prompt": "turn this PDF document into markdown"}
+    ran = subprocess.run(["sh", "-c", command], input=json.dumps(event), env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    context = json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "pdf-to-markdown" in context and len(context) < 10_000
     subprocess.run([str(SKILLIDX), "agents", "uninstall", "claude-code"], cwd=tmp_path, env=env,
                    check=True, capture_output=True, timeout=60)
     assert not (home / ".claude.json").exists()
