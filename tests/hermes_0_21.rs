@@ -237,46 +237,10 @@ fn rule_home() -> RuleHome {
     }
 }
 
-/// Runs `skillidx ARGS` on the home as Hermes 0.21.3 in a session whose directory is `cwd`.
-fn run(h: &RuleHome, args: &[&str], cwd: &Path) -> std::process::Output {
-    let out = bin()
-        .args(args)
-        .arg("--home")
-        .arg(h.home.path())
-        .arg("--db")
-        .arg(h.home.db())
-        .args(["--hermes-version", "0.21.3", "--cwd"])
-        .arg(cwd)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// The sorted `(category, name)` pairs `skillidx offered --json` gives after a sync, in the
-/// session at `cwd` on `platform` (`""`: no platform). Kept as a list, not a set: Hermes'
-/// block never lists one pair twice, and neither may skillidx.
+/// What `skillidx offered --hermes-version 0.21.3` lists in the session at `cwd` on
+/// `platform` (`""`: none), after a sync.
 fn offered(h: &RuleHome, cwd: &Path, platform: &str) -> Vec<(String, String)> {
-    run(h, &["sync"], cwd);
-    let out = run(h, &["offered", "--json", "--platform", platform], cwd);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut got: Vec<(String, String)> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["category"].as_str().unwrap().to_owned(),
-                o["name"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    got.sort();
-    got
+    offered_as_0_21(&h.home, cwd, platform)
 }
 
 fn pairs(xs: &[(&str, &str)]) -> Vec<(String, String)> {

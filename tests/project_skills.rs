@@ -153,22 +153,7 @@ fn setup() -> Setup {
 }
 
 fn run(s: &Setup, args: &[&str], cwd: &Path) -> std::process::Output {
-    let out = bin()
-        .args(args)
-        .arg("--home")
-        .arg(s.home.path())
-        .arg("--db")
-        .arg(s.home.db())
-        .args(["--hermes-version", "0.21.3", "--cwd"])
-        .arg(cwd)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    run_as_0_21(&s.home, args, cwd)
 }
 
 /// `(category, name)` offered in a session whose working directory is `cwd`.
@@ -178,22 +163,7 @@ fn offered(s: &Setup, cwd: &Path) -> Vec<(String, String)> {
 
 /// [`offered`] on the messaging platform `platform` (`""`: none).
 fn offered_on(s: &Setup, cwd: &Path, platform: &str) -> Vec<(String, String)> {
-    run(s, &["sync"], cwd);
-    let out = run(s, &["offered", "--json", "--platform", platform], cwd);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut pairs: Vec<(String, String)> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["category"].as_str().unwrap().to_owned(),
-                o["name"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    pairs.sort();
-    pairs
+    offered_as_0_21(&s.home, cwd, platform)
 }
 
 fn pairs(xs: &[(&str, &str)]) -> Vec<(String, String)> {

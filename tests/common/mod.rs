@@ -111,6 +111,47 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_skillidx"))
 }
 
+/// Runs `skillidx ARGS` on `home` as Hermes 0.21.3 in a session whose working directory is
+/// `cwd`, and checks that it succeeded.
+pub fn run_as_0_21(home: &Home, args: &[&str], cwd: &Path) -> std::process::Output {
+    let out = bin()
+        .args(args)
+        .arg("--home")
+        .arg(home.path())
+        .arg("--db")
+        .arg(home.db())
+        .args(["--hermes-version", "0.21.3", "--cwd"])
+        .arg(cwd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The sorted `(category, name)` pairs `skillidx offered --json` gives as Hermes 0.21.3 after
+/// a sync, in the session at `cwd` on `platform` (`""`: none). A list, not a set: Hermes'
+/// block never lists one pair twice, and neither may skillidx.
+pub fn offered_as_0_21(home: &Home, cwd: &Path, platform: &str) -> Vec<(String, String)> {
+    run_as_0_21(home, &["sync"], cwd);
+    let out = run_as_0_21(home, &["offered", "--json", "--platform", platform], cwd);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut got: Vec<(String, String)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let field = |k: &str| o[k].as_str().unwrap().to_owned();
+            (field("category"), field("name"))
+        })
+        .collect();
+    got.sort();
+    got
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
