@@ -10,7 +10,6 @@
 
 mod common;
 use common::*;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 fn write(path: &Path, text: &str) {
@@ -20,55 +19,6 @@ fn write(path: &Path, text: &str) {
 
 fn skill_text(name: &str, description: &str, extra: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\n{extra}---\n# {name}\n")
-}
-
-/// Records Hermes' verdict for the skill folder `dir` as it is now, in `home`'s cache
-/// (`_project_scan_cache_dir`): `<sha256 of (rel path NUL bytes)...>-<sha256("project-local\0")[:16]>.json`.
-fn record_verdict(home: &Path, dir: &Path, verdict: &str) {
-    let mut files: Vec<(String, PathBuf)> = walk(dir)
-        .into_iter()
-        .map(|p| {
-            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-            (rel, p)
-        })
-        .collect();
-    files.sort();
-    let mut h = Sha256::new();
-    for (rel, p) in files {
-        h.update(rel.as_bytes());
-        h.update([0]);
-        h.update(std::fs::read(p).unwrap());
-    }
-    let digest = hex(&h.finalize());
-    let source = hex(&Sha256::digest(b"project-local\0"))[..16].to_owned();
-    let json = serde_json::json!({
-        "bundle_hash": format!("sha256:{digest}"),
-        "scanner_version": "skills-guard-v4",
-        "source": "project-local",
-        "source_url": "",
-        "verdict": verdict,
-        "trust_level": "community",
-        "findings": [],
-        "scanned_at": "2026-12-07T00:00:00+00:00",
-        "summary": format!("{verdict} by the test"),
-    });
-    write(
-        &home.join(format!("cache/project_skill_scans/{digest}-{source}.json")),
-        &json.to_string(),
-    );
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 struct Setup {
