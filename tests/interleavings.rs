@@ -207,6 +207,21 @@ fn an_older_look_never_overwrites_a_newer_commit() {
 }
 
 #[test]
+fn a_configuration_changed_while_a_sync_waits_is_not_undone() {
+    let h = home_with_skills();
+    // A has a change to write (s3), reads config.yaml as it is, and stops before the lock.
+    h.skill("c/s3", "s3", "first edit about the wombat");
+    let a = Paused::start(sync(h.path()), "sync-before-write");
+    // s5 is disabled, and B commits that.
+    h.config("skills:\n  disabled: [s5]\n");
+    ok(sync(h.path()).output().unwrap());
+    ok(a.go());
+    // A's plan was made on the older config.yaml: it must not offer s5 again.
+    assert!(search(h.path(), "topic5").is_empty());
+    assert_clean(&h);
+}
+
+#[test]
 fn a_skill_deleted_while_a_sync_waits_is_not_brought_back() {
     let h = home_with_skills();
     h.skill("c/s4", "s4", "an edit about the axolotl");

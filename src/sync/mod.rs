@@ -170,29 +170,37 @@ fn fail_point(store: &Store, name: &str) -> Result<(), StoreError> {
     })
 }
 
+/// How many times a sync looks again when `config.yaml` changed between its look and its
+/// write lock; the last try writes what it saw.
+const LOOKS: usize = 3;
+
 /// Syncs `profile` into `store`: look (no lock), then, unless nothing changed, write (one
-/// transaction).
+/// transaction). A `config.yaml` that changed since the look (another sync may already have
+/// committed what the new one says) sends the sync back to look again.
 pub fn sync_profile(
     store: &Store,
     profile: &Profile,
     opts: &SyncOptions<'_>,
 ) -> Result<SyncReport, SyncError> {
     let started = Instant::now();
-    let mut report = SyncReport {
-        profile: profile.name.clone(),
-        ..Default::default()
-    };
-    check_home(store, profile)?;
-    let look = look(store, profile, opts, &mut report)?;
-    if look.unchanged(opts.rebuild) {
-        report.take_tally(look.planned.tally);
-        report.generation = look.base.stats.generation;
-        (report.active, report.inactive) = look.base.offered_counts();
-    } else {
-        write(store, profile, opts, look, &mut report)?;
+    for attempt in 1..=LOOKS {
+        let mut report = SyncReport {
+            profile: profile.name.clone(),
+            ..Default::default()
+        };
+        check_home(store, profile)?;
+        let look = look(store, profile, opts, &mut report)?;
+        if look.unchanged(opts.rebuild) {
+            report.take_tally(look.planned.tally);
+            report.generation = look.base.stats.generation;
+            (report.active, report.inactive) = look.base.offered_counts();
+        } else if !write(store, profile, opts, look, attempt == LOOKS, &mut report)? {
+            continue;
+        }
+        report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        return Ok(report);
     }
-    report.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
-    Ok(report)
+    unreachable!("the last look always writes")
 }
 
 /// What a sync learnt before taking the write lock: the base it read, what it found on
@@ -202,6 +210,9 @@ struct Look {
     os: String,
     tables: ProfileTables,
     base: Committed,
+    /// The release whose rules apply, and the configuration as the look read it.
+    hermes: HermesVersion,
+    config: HermesConfig,
     snapshot: ConfigSnapshot,
     /// The reading rules the documents are made by.
     reading: u64,
@@ -311,6 +322,8 @@ fn look(
         os,
         tables,
         base,
+        hermes,
+        config,
         snapshot,
         reading,
         observed,
@@ -327,14 +340,16 @@ fn look(
 
 /// The second step, in one write transaction: re-plan if another sync committed since the
 /// base was read, write the plan, the folder cache, the vectors and the walk's problems,
-/// and commit once.
+/// and commit once. Unless it is the `last_try`, nothing is written and `false` returned
+/// when `config.yaml` no longer says what the look read.
 fn write(
     store: &Store,
     profile: &Profile,
     opts: &SyncOptions<'_>,
     mut look: Look,
+    last_try: bool,
     report: &mut SyncReport,
-) -> Result<(), SyncError> {
+) -> Result<bool, SyncError> {
     fail_point(store, failpoint::names::SYNC_BEFORE_WRITE)?;
     let wait = Instant::now();
     // A handle opened here for writing is closed right after the commit (below).
@@ -349,6 +364,10 @@ fn write(
     report.phase("lock", &mut look.mark);
     fail_point(store, failpoint::names::SYNC_IN_WRITE)?;
     store.check_schema_in(&txn)?;
+    if !last_try && config_moved(profile, &look) {
+        txn.abort().map_err(|e| store.err(e))?;
+        return Ok(false);
+    }
     store.claim_root_home(&txn, &profile.root)?;
 
     let written = write_in(store, &txn, profile, opts, &mut look, report)?;
@@ -368,7 +387,15 @@ fn write(
         drop(writer);
         report.phase("close", &mut look.mark);
     }
-    Ok(())
+    Ok(true)
+}
+
+/// Whether the profile's `config.yaml` says something else now than when `look` read it:
+/// a plan decided on the older one (what is disabled, which roots) must not overwrite a
+/// commit that another sync made from the newer one.
+fn config_moved(profile: &Profile, look: &Look) -> bool {
+    profile.agent.is_none()
+        && load_config(profile, look.hermes, &mut SyncReport::default()) != look.config
 }
 
 /// Everything [`write`] writes inside `txn`; whether there was anything to commit.
