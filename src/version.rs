@@ -30,15 +30,27 @@ impl HermesVersion {
     /// newest. `None` when it is not a version.
     pub fn parse(text: &str) -> Option<HermesVersion> {
         let text = text.trim().trim_start_matches('v');
-        let mut parts = text.split('.');
-        let major: u32 = parts.next()?.parse().ok()?;
-        let minor: u32 = parts
-            .next()?
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .ok()?;
+        if !text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+        {
+            return None;
+        }
+        let (major, rest) = text.split_once('.')?;
+        let major: u32 = major.parse().ok()?;
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let minor: u32 = rest[..digits].parse().ok()?;
+        // After the minor number: nothing, another component, or a PEP 440 pre-, post- or
+        // dev-release or local part (`0.19.0rc1`, `0.21.dev3`, `0.21+local`).
+        let after = &rest[digits..];
+        let tagged = ["a", "b", "c", "rc", "post", "dev"].iter().any(|tag| {
+            after
+                .strip_prefix(tag)
+                .is_some_and(|n| n.is_empty() || n.starts_with(|c: char| c.is_ascii_digit()))
+        });
+        if !(after.is_empty() || after.starts_with(['.', '+', '-']) || tagged) {
+            return None;
+        }
         Some(match (major, minor) {
             (0, ..=19) => HermesVersion::V0_19,
             (0, 20) => HermesVersion::V0_20,
@@ -158,8 +170,14 @@ mod tests {
             ("0.22.0", Some(V0_21)),
             ("1.0", Some(V0_21)),
             ("0.21rc1", Some(V0_21)),
+            ("0.20.dev3", Some(V0_20)),
+            ("0.21+local", Some(V0_21)),
             ("latest", None),
             ("", None),
+            ("0.21junk", None),
+            ("0.21.3; rm -rf /", None),
+            ("0", None),
+            ("0.x", None),
         ] {
             assert_eq!(HermesVersion::parse(text), want, "{text}");
         }

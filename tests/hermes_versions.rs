@@ -313,10 +313,42 @@ fn a_query_for_another_release_than_the_index_follows_is_refused() {
         assert_eq!(other.status.code(), Some(1), "{command:?}: {other:?}");
         let why = String::from_utf8_lossy(&other.stderr);
         assert!(
-            why.contains("Hermes 0.19") && why.contains("sync --hermes-version 0.21"),
+            why.contains("Hermes 0.19") && why.contains("--hermes-version 0.21"),
             "{command:?}: {why}"
         );
     }
+    // A batch checks the profile each line names: `work` follows 0.21, `default` 0.19.
+    let work = h.path().join("profiles/work/skills/tools/plain");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        work.join("SKILL.md"),
+        "---\nname: plain\ndescription: d\n---\n",
+    )
+    .unwrap();
+    let synced = run(&["sync", "-p", "work", "--hermes-version", "0.21.3"]);
+    assert!(synced.status.success(), "{synced:?}");
+    let mut batch = bin()
+        .args(["search", "--batch", "--hermes-version", "0.19.0", "--home"])
+        .arg(h.path())
+        .arg("--db")
+        .arg(h.db())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = "{\"query\": \"plain\"}\n{\"query\": \"plain\", \"profile\": \"work\"}\n";
+    use std::io::Write;
+    let mut stdin = batch.stdin.take().unwrap();
+    stdin.write_all(lines.as_bytes()).unwrap();
+    drop(stdin);
+    let out = batch.wait_with_output().unwrap();
+    let answers: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(answers[0]["hits"].is_array(), "{answers:?}");
+    let refused = answers[1]["error"].as_str().unwrap_or_default();
+    assert!(refused.contains("profile work"), "{answers:?}");
     assert!(run(&["sync", "--hermes-version", "0.21.3"])
         .status
         .success());

@@ -41,6 +41,30 @@ pub struct Common {
     pub cwd: Option<PathBuf>,
 }
 
+/// Refuses `told` when `profile`'s index follows the offer rules of another Hermes release:
+/// a query answers with the rules its index was synced by, so a release asked for that the
+/// index does not follow is refused rather than silently ignored. Another agent's profile
+/// follows no Hermes release and is never refused.
+pub(super) fn check_release(
+    index: &Index,
+    profile: &str,
+    told: Option<HermesVersion>,
+) -> Result<()> {
+    let Some(told) = told else {
+        return Ok(());
+    };
+    if profile.starts_with(crate::agent::PROFILE_PREFIX) {
+        return Ok(());
+    }
+    match index.follows(profile)? {
+        Some(follows) if follows != told => anyhow::bail!(
+            "profile {profile} is indexed by the offer rules of Hermes {follows}, not {told}: \
+             sync it with `--hermes-version {told}` first"
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Where another agent's skills are indexed when there is no Hermes home: `~/.skillidx`
 /// (made when missing), whose `skillidx.redb` is the index.
 fn agent_store_root() -> Result<Root> {
@@ -209,17 +233,7 @@ impl Common {
         let profile = self.query_profile(&place, &index)?;
         index.ensure_home(&place.root.path)?;
         index.ensure_profile(&profile.name)?;
-        // A query answers with the offer rules its index was synced by: a release asked for
-        // that the index does not follow is refused rather than silently ignored.
-        if let (Some(told), Some(follows)) = (self.hermes()?, index.follows(&profile.name)?) {
-            if told != follows {
-                anyhow::bail!(
-                    "profile {} is indexed by the offer rules of Hermes {follows}, not {told}: \
-                     run `skillidx sync --hermes-version {told}` first",
-                    profile.name
-                );
-            }
-        }
+        check_release(&index, &profile.name, self.hermes()?)?;
         Ok((place, index, profile))
     }
 }

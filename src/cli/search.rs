@@ -46,6 +46,7 @@ pub fn run(args: SearchArgs) -> Result<ExitCode> {
         return batch(Batch {
             index: Followed::new(place.db, index),
             default_profile: &profile.name,
+            told: args.common.hermes()?,
             bm25: args.bm25,
             session: &session,
             template: &template,
@@ -100,6 +101,9 @@ struct Request {
 struct Batch<'a> {
     index: Followed,
     default_profile: &'a str,
+    /// The Hermes release the command asked for (`--hermes-version`), checked against each
+    /// profile a line names.
+    told: Option<crate::version::HermesVersion>,
     bm25: Bm25Args,
     session: &'a Session,
     template: &'a SearchOptions,
@@ -194,12 +198,17 @@ impl Batch<'_> {
                     ..self.template.clone()
                 };
                 let profile = req.profile.as_deref().unwrap_or(self.default_profile);
+                let told = self.told;
                 let hits = self.index.with(|index| {
                     index.ensure_profile(profile)?;
-                    index.search(profile, &req.query, &opts)
+                    Ok(match super::args::check_release(index, profile, told) {
+                        Ok(()) => Ok(index.search(profile, &req.query, &opts)?),
+                        Err(refused) => Err(refused),
+                    })
                 });
                 let mut answer = match hits {
-                    Ok(hits) => serde_json::json!({ "hits": hits }),
+                    Ok(Ok(hits)) => serde_json::json!({ "hits": hits }),
+                    Ok(Err(refused)) => serde_json::json!({ "error": format!("{refused:#}") }),
                     Err(e) => serde_json::json!({ "error": e.to_string() }),
                 };
                 if let Some(id) = req.id {
