@@ -68,9 +68,7 @@ pub fn indexed_description(skill: &Skill) -> &str {
 /// that it does not count towards the bodies' average length (`CorpusStats::field_docs`),
 /// nor match its name's words a second time.
 pub fn indexed_body(skill: &Skill) -> &str {
-    let body = skill.body.trim_start();
-    let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
-    let Some(heading) = first.strip_prefix('#') else {
+    let Some((heading, rest)) = first_heading(&skill.body) else {
         return &skill.body;
     };
     let mut name = rustc_hash::FxHashSet::default();
@@ -79,7 +77,7 @@ pub fn indexed_body(skill: &Skill) -> &str {
     });
     let mut repeats = true;
     let mut any = false;
-    analyze_with(heading.trim_start_matches('#'), |t| {
+    analyze_with(heading, |t| {
         any = true;
         repeats &= name.contains(t);
     });
@@ -88,6 +86,24 @@ pub fn indexed_body(skill: &Skill) -> &str {
     } else {
         &skill.body
     }
+}
+
+/// The text of `body`'s first line when it is a Markdown heading (CommonMark: `#` to `######`
+/// then a space or the line's end, or a line underlined by `=` or `-`), and the body after
+/// it.
+fn first_heading(body: &str) -> Option<(&str, &str)> {
+    let body = body.trim_start();
+    let (first, rest) = body.split_once('\n').unwrap_or((body, ""));
+    let hashes = first.bytes().take_while(|&b| b == b'#').count();
+    if (1..=6).contains(&hashes) {
+        let text = &first[hashes..];
+        return (text.is_empty() || text.starts_with([' ', '\t', '\r'])).then_some((text, rest));
+    }
+    let (under, after) = rest.split_once('\n').unwrap_or((rest, ""));
+    let under = under.trim();
+    let setext =
+        !under.is_empty() && (under.bytes().all(|b| b == b'=') || under.bytes().all(|b| b == b'-'));
+    (setext && hashes == 0).then_some((first, after))
 }
 
 /// A tokenizer or analyzer, calling back with each term.
@@ -217,6 +233,13 @@ mod tests {
         assert_eq!(body(&more), parse_text(&more, &loc).body);
         let text = format!("{head}Use the API.\n# NeverBounce\n");
         assert_eq!(body(&text), parse_text(&text, &loc).body);
+        // An underlined heading is one too; `#NeverBounce` (no space) is not one.
+        assert_eq!(
+            body(&format!("{head}NeverBounce\n===\nUse it.\n")),
+            "Use it.\n"
+        );
+        let glued = format!("{head}#NeverBounce\nUse it.\n");
+        assert_eq!(body(&glued), parse_text(&glued, &loc).body);
         let hub = parse_text(&format!("{head}\n# NeverBounce\n"), &loc);
         assert_eq!(analyze(&hub).lens[Field::Body as usize], 0);
     }
