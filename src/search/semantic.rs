@@ -70,6 +70,8 @@ pub(super) struct Matrix {
     rows: Vec<[i8; DIM]>,
     /// Each row's squared norm, so a query computes only dot products.
     norms: Vec<f32>,
+    /// Each row's signs, for the dense scan's first pass.
+    signs: Vec<semantic::Signs>,
     /// Each document's row.
     row_of: FxHashMap<u32, u32>,
 }
@@ -242,21 +244,31 @@ pub(super) fn fuse(
     Ok((out, details))
 }
 
+/// How many rows the sign pass hands to the exact cosine for each one wanted, and at least
+/// how many: measured on the hub-scale eval (93k skills), the sign pass then keeps every
+/// query's exact nearest (see docs/semantic.md, "The sign pass").
+const SHORTLIST_PER_ROW: usize = 100;
+const SHORTLIST_MIN: usize = 4_000;
+
 /// The [`DENSE`] offered skills nearest the query (cosine at least `floor`) that are not
-/// lexical candidates, with their cosines, nearest first: the best few are selected rather
-/// than every skill over the floor sorted (at hub scale, tens of thousands), enough for
-/// DENSE offered ones unless most of the nearest are never offered, and then more are.
+/// lexical candidates, with their cosines, nearest first: the best few of the sign pass's
+/// shortlist, enough for DENSE offered ones unless most of the nearest are never offered,
+/// and then more are. Once the shortlist holds fewer than `few` over the floor, the rows
+/// the sign pass puts further away are not looked at.
 fn dense_candidates(
     snap: &Snapshot,
     cos: &Cosines<'_>,
     floor: f64,
     lex_of: &FxHashMap<u32, f64>,
 ) -> Result<Vec<(u32, f32)>, StoreError> {
-    let near = cos.near(floor, |d| lex_of.contains_key(&d));
-    let mut few = (DENSE * 8).min(near.len());
+    let near = cos.near();
+    let skipped = |d: u32| lex_of.contains_key(&d);
+    let mut few = DENSE * 8;
     loop {
+        let best = cos.best(&near, floor, few, skipped);
+        let exhausted = best.len() < few || few >= near.len();
         let mut added = Vec::new();
-        for (d, c) in cos.best(&near, floor, few) {
+        for (d, c) in best {
             if added.len() == DENSE {
                 break;
             }
@@ -267,18 +279,17 @@ fn dense_candidates(
                 }
             }
         }
-        if added.len() == DENSE || few >= near.len() {
+        if added.len() == DENSE || exhausted {
             return Ok(added);
         }
-        few = (few * 4).min(near.len());
+        few *= 4;
     }
 }
 
 /// One query's cosines against the vectors of the index state queried ([`Matrix`]), computed
 /// where they are needed: exactly (`cosine_of` over [`semantic::dot_f32_i8`], the bits every
-/// build gives) for a named document, and, for the dense scan, an integer pass over every row
-/// ([`semantic::dot_i8`] against the quantised query) that only narrows down which rows get
-/// the exact cosine, with a bound on its error that keeps the result exact.
+/// build gives) for a named document and for the dense scan's shortlist, which a first pass
+/// over every row's signs ([`semantic::sign_distance`]: 64 bytes a row, not 512) chooses.
 pub(super) struct Cosines<'a> {
     matrix: Option<Arc<Matrix>>,
     query: &'a [f32; DIM],
@@ -286,16 +297,16 @@ pub(super) struct Cosines<'a> {
     hidden: &'a FxHashSet<u32>,
 }
 
-/// The rows the integer pass kept: (approximate cosine, row), and the bound on
-/// |approximate − exact| for this query.
+/// The sign pass over every row: each row's distance to the query's signs, and how many
+/// rows lie at each distance.
 pub(super) struct Near {
-    rows: Vec<(f32, u32)>,
-    slack: f32,
+    distance: Vec<u16>,
+    at: Vec<u32>,
 }
 
 impl Near {
     fn len(&self) -> usize {
-        self.rows.len()
+        self.distance.len()
     }
 }
 
@@ -314,81 +325,74 @@ impl Cosines<'_> {
         semantic::cosine_of(dot, self.query_sq, m.norms[row])
     }
 
-    /// Every row whose exact cosine may reach `floor`, of a document neither hidden nor
-    /// `skipped`, by one integer pass over the matrix. The quantised query `w` is within
-    /// `e = |q − w|` of the query `q`, so the cosine with `w` is within `2e / |q|` of the
-    /// exact one (`|q/|q| − w/|w|| ≤ 2|q − w| / |q|`); a row is kept when its integer cosine
-    /// is within that bound of the floor.
-    fn near(&self, floor: f64, skipped: impl Fn(u32) -> bool) -> Near {
+    /// The sign pass: every row's distance to the query's signs.
+    fn near(&self) -> Near {
         let Some(m) = self.matrix.as_ref() else {
             return Near {
-                rows: Vec::new(),
-                slack: 0.0,
+                distance: Vec::new(),
+                at: Vec::new(),
             };
         };
-        let (q8, slack) = quantised(self.query, self.query_sq);
-        let q8_sq = semantic::dot_i8(&q8, &q8) as f32;
-        let keep_from = floor as f32 - slack;
-        let mut rows = Vec::new();
-        for (row, (r, &r_sq)) in m.rows.iter().zip(&m.norms).enumerate() {
-            let approx = semantic::cosine_of(semantic::dot_i8(&q8, r) as f32, q8_sq, r_sq);
-            if approx >= keep_from {
-                let d = m.docs[row];
-                if !skipped(d) && !self.hidden.contains(&d) {
-                    rows.push((approx, row as u32));
-                }
-            }
-        }
-        Near { rows, slack }
+        let q = semantic::signs_f32(self.query);
+        let mut at = vec![0u32; DIM + 1];
+        let distance = m
+            .signs
+            .iter()
+            .map(|r| {
+                let d = semantic::sign_distance(&q, r) as usize;
+                at[d] += 1;
+                d as u16
+            })
+            .collect();
+        Near { distance, at }
     }
 
-    /// The `few` rows of `near` with the highest exact cosine at least `floor`, best first
-    /// (ties by document id), as documents with their exact cosines: the same as sorting
-    /// every row by its exact cosine. The few-th best integer cosine `t` is within the slack
-    /// of an exact one, so no row of the exact best few has an integer cosine below
-    /// `t − 2·slack`, and only those get the exact cosine.
-    fn best(&self, near: &Near, floor: f64, few: usize) -> Vec<(u32, f32)> {
+    /// The `few` rows of the shortlist with the highest exact cosine at least `floor`, best
+    /// first (ties by document id), as documents with their exact cosines. The shortlist is
+    /// the rows, of documents neither hidden nor `skipped`, nearest by sign distance: at
+    /// least [`SHORTLIST_PER_ROW`] for each of the few, and every row at the last distance
+    /// taken, so the answer never depends on the rows' order.
+    fn best(
+        &self,
+        near: &Near,
+        floor: f64,
+        few: usize,
+        skipped: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
         let Some(m) = self.matrix.as_ref() else {
             return Vec::new();
         };
-        let cut = match few {
-            0 => return Vec::new(),
-            n if n < near.rows.len() => {
-                let mut approx: Vec<f32> = near.rows.iter().map(|r| r.0).collect();
-                let (_, t, _) = approx.select_nth_unstable_by(n - 1, |a, b| b.total_cmp(a));
-                *t - 2.0 * near.slack
+        let want = few.saturating_mul(SHORTLIST_PER_ROW).max(SHORTLIST_MIN);
+        let mut rows = Vec::new();
+        let mut from = 0;
+        while rows.len() < want && from < near.at.len() {
+            let missing = (want - rows.len()) as u64;
+            let mut to = from;
+            let mut count = u64::from(near.at[to]);
+            while count < missing && to + 1 < near.at.len() {
+                to += 1;
+                count += u64::from(near.at[to]);
             }
-            _ => f32::NEG_INFINITY,
-        };
-        let mut exact: Vec<(u32, f32)> = near
-            .rows
-            .iter()
-            .filter(|r| r.0 >= cut)
-            .map(|&(_, row)| (m.docs[row as usize], self.exact(m, row as usize)))
+            for (row, &d) in near.distance.iter().enumerate() {
+                let d = usize::from(d);
+                if d >= from && d <= to {
+                    let doc = m.docs[row];
+                    if !skipped(doc) && !self.hidden.contains(&doc) {
+                        rows.push(row);
+                    }
+                }
+            }
+            from = to + 1;
+        }
+        let mut exact: Vec<(u32, f32)> = rows
+            .into_iter()
+            .map(|row| (m.docs[row], self.exact(m, row)))
             .filter(|&(_, c)| f64::from(c) >= floor)
             .collect();
         exact.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         exact.truncate(few);
         exact
     }
-}
-
-/// The query quantised as the stored vectors are, and the bound `2·|q − w| / |q|` (plus a
-/// margin for the float arithmetic) on how far a cosine with it is from the exact one, where
-/// `w` is the quantised query brought back to the query's scale.
-fn quantised(query: &[f32; DIM], query_sq: f32) -> ([i8; DIM], f32) {
-    let q8 = semantic::quantize(query);
-    let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    if !(max > 0.0 && max.is_finite() && query_sq > 0.0) {
-        return (q8, f32::INFINITY);
-    }
-    let scale = max / 127.0;
-    let err_sq: f32 = query
-        .iter()
-        .zip(&q8)
-        .map(|(&x, &w)| (x - f32::from(w) * scale).powi(2))
-        .sum();
-    (q8, 2.0 * (err_sq / query_sq).sqrt() + 1e-3)
 }
 
 impl Snapshot<'_> {
@@ -467,6 +471,7 @@ impl Snapshot<'_> {
             docs: Vec::new(),
             rows: Vec::new(),
             norms: Vec::new(),
+            signs: Vec::new(),
             row_of: FxHashMap::default(),
         };
         let mut at = 0;
@@ -490,6 +495,7 @@ impl Snapshot<'_> {
                 matrix.docs.push(docs[at].1);
                 matrix.rows.push(stored);
                 matrix.norms.push(semantic::sq_norm_i8(&stored));
+                matrix.signs.push(semantic::signs_i8(&stored));
                 at += 1;
             }
         }
@@ -516,71 +522,113 @@ mod tests {
         }
     }
 
-    /// Rows in tight clusters (near-copies, as hub skills are), so that many cosines lie
-    /// within the integer pass's error of each other.
-    fn matrix(s: &mut Stream, n: usize) -> Matrix {
-        let centres: Vec<[f32; DIM]> = (0..12).map(|_| s.vector()).collect();
+    /// `n` rows around `centres` random centres (near-copies, as hub skills are), `spread`
+    /// the noise around each.
+    fn matrix(s: &mut Stream, n: usize, centres: usize, spread: f32) -> Matrix {
+        let centres: Vec<[f32; DIM]> = (0..centres).map(|_| s.vector()).collect();
         let mut m = Matrix {
             key: (Default::default(), String::new(), 0, 0, 0, 0),
             docs: Vec::new(),
             rows: Vec::new(),
             norms: Vec::new(),
+            signs: Vec::new(),
             row_of: FxHashMap::default(),
         };
         for i in 0..n {
             let c = &centres[i % centres.len()];
             let noise = s.vector();
-            let v: [f32; DIM] = std::array::from_fn(|j| c[j] + 0.05 * noise[j]);
+            let v: [f32; DIM] = std::array::from_fn(|j| c[j] + spread * noise[j]);
             let row = semantic::quantize(&v);
             let doc = (i * 7 + 3) as u32;
             m.row_of.insert(doc, m.docs.len() as u32);
             m.docs.push(doc);
             m.norms.push(semantic::sq_norm_i8(&row));
+            m.signs.push(semantic::signs_i8(&row));
             m.rows.push(row);
         }
         m
     }
 
+    /// Every row not hidden or skipped with its exact cosine at least `floor`, best first.
+    fn exact_best(
+        cos: &Cosines<'_>,
+        m: &Matrix,
+        floor: f64,
+        few: usize,
+        skipped: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
+        let mut all: Vec<(u32, f32)> = m
+            .docs
+            .iter()
+            .filter(|&&d| !skipped(d))
+            .filter_map(|&d| cos.of(d).map(|c| (d, c)))
+            .filter(|&(_, c)| f64::from(c) >= floor)
+            .collect();
+        all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        all.truncate(few);
+        all
+    }
+
     #[test]
-    fn the_integer_pass_never_changes_which_rows_are_nearest() {
+    fn a_shortlist_of_every_row_is_the_exact_answer() {
         let mut s = Stream(42);
-        let m = Arc::new(matrix(&mut s, 3_000));
+        let m = Arc::new(matrix(&mut s, SHORTLIST_MIN - 100, 12, 0.05));
         let hidden: FxHashSet<u32> = m.docs.iter().copied().step_by(11).collect();
         let centre_like = {
             let r = &m.rows[5];
             std::array::from_fn(|j| f32::from(r[j]) / 127.0 + 0.01 * s.next())
         };
-        let queries = [s.vector(), centre_like, [0.0; DIM]];
-        for query in &queries {
+        for query in &[s.vector(), centre_like, [0.0; DIM]] {
             let cos = Cosines {
                 matrix: Some(m.clone()),
                 query,
                 query_sq: semantic::sq_norm_f32(query),
                 hidden: &hidden,
             };
+            let near = cos.near();
+            let skipped = |d: u32| d.is_multiple_of(5);
             for floor in [f64::NEG_INFINITY, 0.0, 0.25, 0.5, 0.9] {
-                let skipped = |d: u32| d.is_multiple_of(5);
-                let near = cos.near(floor, skipped);
-                for few in [1, 5, 40, 3_100] {
-                    let mut all: Vec<(u32, f32)> = m
-                        .docs
-                        .iter()
-                        .filter(|&&d| !skipped(d) && !hidden.contains(&d))
-                        .filter_map(|&d| cos.of(d).map(|c| (d, c)))
-                        .filter(|&(_, c)| f64::from(c) >= floor)
-                        .collect();
-                    all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                    all.truncate(few);
-                    assert_eq!(cos.best(&near, floor, few), all, "floor {floor}, few {few}");
+                for few in [1, 5, 40] {
+                    assert_eq!(
+                        cos.best(&near, floor, few, skipped),
+                        exact_best(&cos, &m, floor, few, skipped),
+                        "floor {floor}, few {few}"
+                    );
                 }
             }
+        }
+    }
+
+    /// Among 20,000 rows (near-copies in groups of ten), a query near some of them gets the
+    /// same nearest rows from the shortlist as from every row's exact cosine.
+    #[test]
+    fn the_sign_pass_keeps_the_nearest_rows() {
+        let mut s = Stream(7);
+        let m = Arc::new(matrix(&mut s, 20_000, 2_000, 0.4));
+        let hidden = FxHashSet::default();
+        for i in 0..20 {
+            let r = &m.rows[i * 997];
+            let query: [f32; DIM] =
+                std::array::from_fn(|j| f32::from(r[j]) / 127.0 + 0.5 * s.next());
+            let cos = Cosines {
+                matrix: Some(m.clone()),
+                query: &query,
+                query_sq: semantic::sq_norm_f32(&query),
+                hidden: &hidden,
+            };
+            let near = cos.near();
+            assert_eq!(
+                cos.best(&near, DEFAULT_DENSE_FLOOR, DENSE * 8, |_| false),
+                exact_best(&cos, &m, DEFAULT_DENSE_FLOOR, DENSE * 8, |_| false),
+                "query {i}"
+            );
         }
     }
 
     #[test]
     fn a_named_document_gets_its_exact_cosine_unless_hidden() {
         let mut s = Stream(7);
-        let m = Arc::new(matrix(&mut s, 50));
+        let m = Arc::new(matrix(&mut s, 50, 12, 0.05));
         let query = s.vector();
         let hidden: FxHashSet<u32> = [m.docs[3]].into_iter().collect();
         let cos = Cosines {

@@ -407,6 +407,51 @@ pub fn sq_norm_i8(v: &[i8; DIM]) -> f32 {
     acc.iter().sum()
 }
 
+/// A vector's signs as bits (one per component, set where it is not negative): 64 bytes
+/// that stand in for its 512 during the dense scan's first pass ([`sign_distance`]).
+pub type Signs = [u64; DIM / 64];
+
+/// The signs of a float vector (a query).
+pub fn signs_f32(v: &[f32; DIM]) -> Signs {
+    signs_of(v.iter().map(|&x| x >= 0.0))
+}
+
+/// The signs of an int8 vector (a stored one).
+pub fn signs_i8(v: &[i8; DIM]) -> Signs {
+    signs_of(v.iter().map(|&x| x >= 0))
+}
+
+fn signs_of(bits: impl Iterator<Item = bool>) -> Signs {
+    let mut out = [0u64; DIM / 64];
+    for (i, set) in bits.enumerate() {
+        out[i / 64] |= u64::from(set) << (i % 64);
+    }
+    out
+}
+
+/// In how many components two vectors' signs differ (Hamming distance): the fewer, the
+/// smaller the angle between them, as a rule. With the POPCNT instruction where the CPU
+/// has it (picked at run time: the dense scan calls this once per stored vector).
+pub fn sign_distance(a: &Signs, b: &Signs) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has POPCNT, checked just above.
+        return unsafe { sign_distance_popcnt(a, b) };
+    }
+    sign_distance_words(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn sign_distance_popcnt(a: &Signs, b: &Signs) -> u32 {
+    sign_distance_words(a, b)
+}
+
+#[inline(always)]
+fn sign_distance_words(a: &Signs, b: &Signs) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
 /// Cosine of two float vectors.
 pub fn cosine(a: &[f32; DIM], b: &[f32; DIM]) -> f32 {
     let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
