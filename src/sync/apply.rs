@@ -57,69 +57,100 @@ pub struct Context<'a> {
 pub fn apply(
     to: &Target<'_>,
     mut plan: Plan,
-    mut observed: Vec<Observed>,
+    observed: Vec<Observed>,
     mut stats: CorpusStats,
     ctx: &Context<'_>,
 ) -> Result<Applied, StoreError> {
-    let (store, tables, txn) = (to.store, to.tables, to.txn);
-    let err = |e: redb::Error| store.err(e);
     write_manifest(to, &mut plan)?;
-    let mut state = txn.open_table(tables.state()).map_err(|e| err(e.into()))?;
+    let mut state = to
+        .txn
+        .open_table(to.tables.state())
+        .map_err(|e| to.store.err(e))?;
     let seed_in_step = seed_in_step(to, &state, &stats)?;
     stats.next_doc = plan.next_doc;
     if plan.touches_documents() {
-        let mut docs = Documents {
-            store,
-            txn,
-            tables,
-            remove: FxHashMap::default(),
-            add: FxHashMap::default(),
-        };
-        let new = take_new(&plan, &mut observed);
-        // What is left of the observations (paths, stats) is read no more.
-        drop(observed);
-        let deciding = Deciding {
-            config: ctx.config,
-            os: ctx.os,
-            config_changed: plan.config_changed,
-            committed_rules: store::get_lenient(store, &state, "offer_rules")?,
-        };
-        let rules = docs.apply(plan.gone, new, deciding, &mut stats)?;
-        state
-            .insert("offer_rules", encode(&rules).as_slice())
-            .map_err(|e| err(e.into()))?;
-        state.remove("platform_hidden").map_err(|e| err(e.into()))?;
-        docs.flush_postings()?;
+        write_documents(to, &mut state, plan, observed, ctx, &mut stats)?;
     } else {
         keep_names_in_step(to, &stats)?;
     }
     stats.generation += 1;
     if !seed_in_step {
-        store::project_seed(store, txn, tables)?;
+        store::project_seed(to.store, to.txn, to.tables)?;
     }
     stats.synced_at_ns = ctx.now_ns;
     stats.os = ctx.os.to_owned();
+    write_state(to, &mut state, &stats, ctx)?;
+    let total = to
+        .txn
+        .open_table(to.tables.docs())
+        .map_err(redb::Error::from)
+        .and_then(|t| t.len().map_err(redb::Error::from))
+        .map_err(|e| to.store.err(e))? as usize;
+    Ok(Applied {
+        generation: stats.generation,
+        active: stats.docs as usize,
+        inactive: total.saturating_sub(stats.docs as usize),
+    })
+}
+
+/// The state table, open in the sync's transaction.
+type StateTable<'t> = redb::Table<'t, &'static str, &'static [u8]>;
+
+/// Removes the plan's gone documents and inserts its new ones, decides the offers again and
+/// writes the postings: the part of a commit that documents coming or going make.
+fn write_documents(
+    to: &Target<'_>,
+    state: &mut StateTable<'_>,
+    plan: Plan,
+    mut observed: Vec<Observed>,
+    ctx: &Context<'_>,
+    stats: &mut CorpusStats,
+) -> Result<(), StoreError> {
+    let mut docs = Documents {
+        store: to.store,
+        txn: to.txn,
+        tables: to.tables,
+        remove: FxHashMap::default(),
+        add: FxHashMap::default(),
+    };
+    let new = take_new(&plan, &mut observed);
+    // What is left of the observations (paths, stats) is read no more.
+    drop(observed);
+    let deciding = Deciding {
+        config: ctx.config,
+        os: ctx.os,
+        config_changed: plan.config_changed,
+        committed_rules: store::get_lenient(to.store, state, "offer_rules")?,
+    };
+    let rules = docs.apply(plan.gone, new, deciding, stats)?;
+    state
+        .insert("offer_rules", encode(&rules).as_slice())
+        .map_err(|e| to.store.err(e))?;
+    state
+        .remove("platform_hidden")
+        .map_err(|e| to.store.err(e))?;
+    docs.flush_postings()
+}
+
+/// The rows a commit writes last: the statistics, the configuration and the reading rules.
+fn write_state(
+    to: &Target<'_>,
+    state: &mut StateTable<'_>,
+    stats: &CorpusStats,
+    ctx: &Context<'_>,
+) -> Result<(), StoreError> {
     let rows = [
         (SEED_GENERATION, encode(&stats.generation)),
-        ("stats", encode(&stats)),
+        ("stats", encode(stats)),
         ("config", encode(ctx.config)),
         (RULES_VERSION_KEY, encode(&ctx.reading_rules)),
     ];
     for (key, value) in rows {
         state
             .insert(key, value.as_slice())
-            .map_err(|e| err(e.into()))?;
+            .map_err(|e| to.store.err(e))?;
     }
-    let total = txn
-        .open_table(tables.docs())
-        .map_err(|e| err(e.into()))?
-        .len()
-        .map_err(|e| err(e.into()))? as usize;
-    Ok(Applied {
-        generation: stats.generation,
-        active: stats.docs as usize,
-        inactive: total.saturating_sub(stats.docs as usize),
-    })
+    Ok(())
 }
 
 /// Writes and deletes the planned manifest entries, and gives them back: a full build's
@@ -232,62 +263,60 @@ fn take_new(plan: &Plan, observed: &mut [Observed]) -> NewDocs {
     let mut forwards = Vec::with_capacity(plan.new.len());
     debug_assert!(plan.new.windows(2).all(|w| w[0].0 < w[1].0));
     for &(id, i) in &plan.new {
-        let o = &mut observed[i];
-        let Observation::Changed { parsed, .. } =
-            std::mem::replace(&mut o.observation, Observation::Vanished)
-        else {
-            continue;
-        };
-        let key = o.candidate.key();
-        let rank = crate::offer::rank_of(&o.candidate.location.origin);
-        let folder = o.candidate.location.folder();
-        let super::observe::Parsed {
-            skill,
-            lens,
-            forward,
-            words,
-        } = *parsed;
-        heads.push((
-            id,
-            DocHead {
-                id: skill.id,
-                name: skill.name,
-                dir_name: skill.dir_name,
-                folder,
-                category: skill.category.clone(),
-                rank,
-                key,
-                platforms: skill.platforms.clone(),
-                environments: skill.environments,
-                has_environments: skill.has_environments,
-                conditions: skill.conditions,
-                lens,
-                inactive: None,
-            },
-        ));
-        forwards.push(forward);
-        records.push((
-            id,
-            Some(NewRecords {
-                body: DocBody {
-                    category: skill.category,
-                    description: skill.description,
-                    origin: o.candidate.location.origin.clone(),
-                    platforms: skill.platforms,
-                    triggers: skill.triggers,
-                    tags: skill.tags,
-                    notes: skill.notes,
-                    flags: skill.flags,
-                },
-                words,
-            }),
-        ));
+        if let Some((head, rest, forward)) = new_doc(&mut observed[i]) {
+            heads.push((id, head));
+            records.push((id, Some(rest)));
+            forwards.push(forward);
+        }
     }
     NewDocs {
         heads,
         records,
         forwards,
     }
+}
+
+/// One new document's head, other records and encoded forward index, moved out of its
+/// observation (`None`: it was not read as changed).
+fn new_doc(o: &mut Observed) -> Option<(DocHead, NewRecords, Vec<u8>)> {
+    let Observation::Changed { parsed, .. } =
+        std::mem::replace(&mut o.observation, Observation::Vanished)
+    else {
+        return None;
+    };
+    let super::observe::Parsed {
+        skill,
+        lens,
+        forward,
+        words,
+    } = *parsed;
+    let location = &o.candidate.location;
+    let head = DocHead {
+        id: skill.id,
+        name: skill.name,
+        dir_name: skill.dir_name,
+        folder: location.folder(),
+        category: skill.category.clone(),
+        rank: crate::offer::rank_of(&location.origin),
+        key: o.candidate.key(),
+        platforms: skill.platforms.clone(),
+        environments: skill.environments,
+        has_environments: skill.has_environments,
+        conditions: skill.conditions,
+        lens,
+        inactive: None,
+    };
+    let body = DocBody {
+        category: skill.category,
+        description: skill.description,
+        origin: location.origin.clone(),
+        platforms: skill.platforms,
+        triggers: skill.triggers,
+        tags: skill.tags,
+        notes: skill.notes,
+        flags: skill.flags,
+    };
+    Some((head, NewRecords { body, words }, forward))
 }
 
 /// The document tables and the postings changes queued while they are updated.
@@ -331,6 +360,24 @@ struct Scope {
 }
 
 impl Scope {
+    /// The scope of a sync that removes `gone` and adds `new`.
+    fn new(
+        names_valid: bool,
+        incremental: bool,
+        gone: &[(u32, DocHead)],
+        new: &[(u32, DocHead)],
+    ) -> Scope {
+        Scope {
+            names_valid,
+            incremental,
+            changed_names: if names_valid || incremental {
+                changed_names(gone, new)
+            } else {
+                FxHashSet::default()
+            },
+        }
+    }
+
     /// Whether `head`'s decision is made by this sync (the others stand; in the
     /// incremental case they were read only to count a name's carriers).
     fn decides(&self, head: &DocHead) -> bool {
@@ -380,15 +427,7 @@ impl<'t> Documents<'t> {
         let incremental =
             names_valid && !deciding.config_changed && deciding.committed_rules.is_some();
         let (mut heads, gone_heads) = self.read_heads(&t.docs, &gone, incremental)?;
-        let scope = Scope {
-            names_valid,
-            incremental,
-            changed_names: if names_valid || incremental {
-                changed_names(&gone_heads, &new.heads)
-            } else {
-                FxHashSet::default()
-            },
-        };
+        let scope = Scope::new(names_valid, incremental, &gone_heads, &new.heads);
         let name_rows = self.keep_names(&mut t.names, &scope, &heads, &gone_heads, &new.heads)?;
         t.names
             .insert(NAMES_GENERATION, encode(&(stats.generation + 1)).as_slice())
@@ -399,21 +438,13 @@ impl<'t> Documents<'t> {
         drop(name_rows);
         self.take_out(&mut t, &gone, &gone_heads, incremental, stats)?;
 
-        // The new heads join the others, moved rather than copied (a full build holds
-        // every document here); the writer takes each new document's records once, so it
-        // frees them as it goes.
+        // The writer takes each new document's records once, so it frees them as it goes.
         let NewDocs {
             heads: new_heads,
             records,
             forwards,
         } = new;
-        if heads.is_empty() {
-            // Built at once, the map's nodes are full; filled by inserts in key order, they
-            // would be about half empty (a full build's 90k heads).
-            heads = new_heads.into_iter().collect();
-        } else {
-            heads.extend(new_heads);
-        }
+        join(&mut heads, new_heads);
         let decided = offer::decide(&heads, deciding.config, deciding.os);
         if !incremental {
             stats.docs = 0;
@@ -759,17 +790,7 @@ impl<'t> Documents<'t> {
             .open_table(self.tables.seed())
             .map_err(|e| self.err(e))?;
         if self.remove.is_empty() && table.is_empty().map_err(|e| self.err(e))? {
-            // A first build: every list is new, none to read back or merge.
-            let mut lists: Vec<(String, postings::Builder)> = self.add.drain().collect();
-            lists.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            let projections = lists.iter().filter_map(|(term, list)| {
-                Projection::of_builder(Field::Seed, list).map(|p| (term.as_str(), p))
-            });
-            store::insert_sorted(&mut seed, projections).map_err(|e| self.err(e))?;
-            let rows = lists
-                .iter_mut()
-                .map(|(term, list)| (term.as_str(), std::mem::take(list).finish()));
-            return store::insert_sorted(&mut table, rows).map_err(|e| self.err(e));
+            return self.flush_first_build(&mut table, &mut seed);
         }
         let mut touched: Vec<String> = self.remove.keys().chain(self.add.keys()).cloned().collect();
         touched.sort_unstable();
@@ -784,20 +805,7 @@ impl<'t> Documents<'t> {
                 // A new term: the queued list is the list.
                 (None, Some(new)) => (Projection::of_builder(Field::Seed, &new), new.finish()),
                 (existing, new) => {
-                    let mut list = match existing {
-                        Some(bytes) => postings::decode(&bytes).map_err(|e| {
-                            self.store.bad_record(format!("postings of {term:?}: {e}"))
-                        })?,
-                        None => Vec::new(),
-                    };
-                    if let Some(gone) = self.remove.get(&term) {
-                        list.retain(|p| !gone.contains(&p.doc));
-                    }
-                    if let Some(new) = new {
-                        list.extend(new.postings());
-                        list.sort_unstable_by_key(|p| p.doc);
-                        list.dedup_by_key(|p| p.doc);
-                    }
+                    let list = self.merged(&term, existing, new)?;
                     if list.is_empty() {
                         table.remove(term.as_str()).map_err(|e| self.err(e))?;
                         seed.remove(term.as_str()).map_err(|e| self.err(e))?;
@@ -820,6 +828,60 @@ impl<'t> Documents<'t> {
         }
         self.remove.clear();
         Ok(())
+    }
+
+    /// A first build's postings: every list is new, none to read back or merge.
+    fn flush_first_build(
+        &mut self,
+        table: &mut redb::Table<&'static str, &'static [u8]>,
+        seed: &mut redb::Table<&'static str, &'static [u8]>,
+    ) -> Result<(), StoreError> {
+        let mut lists: Vec<(String, postings::Builder)> = self.add.drain().collect();
+        lists.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let projections = lists.iter().filter_map(|(term, list)| {
+            Projection::of_builder(Field::Seed, list).map(|p| (term.as_str(), p))
+        });
+        store::insert_sorted(seed, projections).map_err(|e| self.err(e))?;
+        let rows = lists
+            .iter_mut()
+            .map(|(term, list)| (term.as_str(), std::mem::take(list).finish()));
+        store::insert_sorted(table, rows).map_err(|e| self.err(e))
+    }
+
+    /// `term`'s stored list (`existing`, encoded) without the documents queued for
+    /// removal and with the queued `new` postings, in document order.
+    fn merged(
+        &self,
+        term: &str,
+        existing: Option<Vec<u8>>,
+        new: Option<postings::Builder>,
+    ) -> Result<Vec<postings::Posting>, StoreError> {
+        let mut list = match existing {
+            Some(bytes) => postings::decode(&bytes)
+                .map_err(|e| self.store.bad_record(format!("postings of {term:?}: {e}")))?,
+            None => Vec::new(),
+        };
+        if let Some(gone) = self.remove.get(term) {
+            list.retain(|p| !gone.contains(&p.doc));
+        }
+        if let Some(new) = new {
+            list.extend(new.postings());
+            list.sort_unstable_by_key(|p| p.doc);
+            list.dedup_by_key(|p| p.doc);
+        }
+        Ok(list)
+    }
+}
+
+/// The new heads join the others, moved rather than copied (a full build holds every
+/// document here).
+fn join(heads: &mut BTreeMap<u32, DocHead>, new: Vec<(u32, DocHead)>) {
+    if heads.is_empty() {
+        // Built at once, the map's nodes are full; filled by inserts in key order, they
+        // would be about half empty (a full build's 90k heads).
+        *heads = new.into_iter().collect();
+    } else {
+        heads.extend(new);
     }
 }
 
