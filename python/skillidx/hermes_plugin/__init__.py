@@ -667,10 +667,10 @@ def _on_pre_llm_call(
 
 def _first_turn_listing(index: Any, session_id: str) -> None:
     """Before a session's first ``llm_request`` there is no allow-list yet, but Hermes has
-    already built the session's system prompt and stored it with the session
-    (``state.db``, ``sessions.system_prompt``, written before ``pre_llm_call``): its
-    ``<available_skills>`` block becomes the allow-list, so the first turn is exact too.
-    Fails open: no database, no row or no prompt leaves the engine's own rules."""
+    already built the session's system prompt and stored it with the session in
+    ``state.db`` (before ``pre_llm_call``): its ``<available_skills>`` block becomes the
+    allow-list, so the first turn is exact too. Fails open: no database, no row or no
+    prompt leaves the engine's own rules."""
     if index.allowed(session_id) is not None:
         return
     home = _home or os.environ.get("HERMES_HOME")
@@ -679,19 +679,51 @@ def _first_turn_listing(index: Any, session_id: str) -> None:
     path = os.path.join(home, "state.db")
     if not os.path.isfile(path):
         return
+    prompt = _stored_system_prompt(path, session_id)
+    if prompt:
+        index.allow(session_id, prompt, None, None, _session_platform())
+
+
+# Where Hermes keeps a session's system prompt: from 0.20 on, once per distinct prompt in
+# ``system_prompts`` (by hash; ``sessions.system_prompt`` left NULL, and moved there by the
+# schema-25 migration); before, in ``sessions.system_prompt``. Hermes reads it back the same
+# way (``SessionDB.get_session``).
+_PROMPT_QUERIES = (
+    "SELECT COALESCE(p.prompt, s.system_prompt) FROM sessions s "
+    "LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?",
+    "SELECT system_prompt FROM sessions WHERE id = ?",
+)
+
+
+def _stored_system_prompt(path: str, session_id: str) -> Optional[str]:
+    """The system prompt ``state.db`` at ``path`` holds for ``session_id``, read-only. A read
+    that meets Hermes' checkpoint (``disk I/O error`` or ``locked`` for a moment, as Hermes'
+    own read-only readers do) is tried twice more; any other failure reads as none."""
     import sqlite3
 
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.05)
+    for attempt in range(3):
         try:
-            row = con.execute("SELECT system_prompt FROM sessions WHERE id = ?",
-                              (session_id,)).fetchone()
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return
-    if row and isinstance(row[0], str) and row[0]:
-        index.allow(session_id, row[0], None, None, _session_platform())
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.05)
+            try:
+                for query in _PROMPT_QUERIES:
+                    try:
+                        row = con.execute(query, (session_id,)).fetchone()
+                    except sqlite3.OperationalError as exc:
+                        if "no such" in str(exc):  # an older schema: the next query
+                            continue
+                        raise
+                    return row[0] if row and isinstance(row[0], str) else None
+                return None
+            finally:
+                con.close()
+        except sqlite3.OperationalError as exc:
+            transient = "disk i/o error" in str(exc).lower() or "locked" in str(exc).lower()
+            if not transient or attempt == 2:
+                return None
+            time.sleep(0.05)
+        except sqlite3.Error:
+            return None
+    return None
 
 
 # -- optional: the LLM reranker (SKILL_RETRIEVAL_RERANK) -------------------------------------
