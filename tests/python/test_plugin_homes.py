@@ -4,6 +4,8 @@ that is reset before any hook runs, and a process may serve several homes."""
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 from typing import Any, List
 
@@ -207,6 +209,32 @@ def _record_verdict(home: Path, skill_dir: Path, verdict: str) -> None:
         "source": "project-local", "source_url": "", "verdict": verdict,
         "trust_level": "community", "findings": [], "summary": verdict,
         "scanned_at": "2026-12-07T00:00:00+00:00"}))
+
+
+def test_the_project_comes_from_the_turns_terminal_scope_where_hermes_has_one(
+    plugin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 0.21 gateway serving several profiles keeps each turn's ``TERMINAL_CWD`` in a
+    per-turn scope (``agent.runtime_cwd.scope_terminal_cwd``); the process environment may
+    name another profile's directory. The scope decides the project, as in Hermes'
+    ``find_project_root``."""
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    write_skill(home / "skills", "tools/deploy", "deploy", "Deploy the service with kubectl", [])
+    (repo / ".git").mkdir(parents=True)
+    proj = write_skill(repo / ".hermes" / "skills", "ops/deploy", "deploy",
+                       "Deploy this repository's service with its own make target", []).parent
+    _record_verdict(home, proj, "safe")
+    (home / "config.yaml").write_text(f"skills:\n  trusted_project_dirs: [{repo}]\n")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("TERMINAL_CWD", str(tmp_path))  # another profile's, process-wide
+    scope = types.ModuleType("agent.runtime_cwd")
+    scope.scope_terminal_cwd = lambda: str(repo)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agent.runtime_cwd", scope)
+    monkeypatch.setattr(plugin, "_hermes_version", lambda: "0.21.3")
+    plugin.register(Ctx())
+    assert plugin._index.profile == f"default@{repo.resolve()}"
+    out = plugin._on_pre_llm_call(user_message="deploy the service", conversation_history=[])
+    assert out and "own make target" in out["context"], out
 
 
 def test_a_session_in_a_trusted_project_is_served_its_project_skills(

@@ -210,9 +210,20 @@ def _get_index(wait: bool = False) -> Optional[Any]:
 
 def _session_cwd() -> Optional[str]:
     """The working directory Hermes 0.21 finds the session's project from
-    (``agent/skill_utils.find_project_root``): ``TERMINAL_CWD``, else the process's."""
+    (``agent/skill_utils.find_project_root``): ``TERMINAL_CWD`` as this turn sees it, else
+    the process's. A gateway serving several profiles keeps each turn's ``TERMINAL_CWD`` in
+    a per-turn scope (``agent.runtime_cwd.scope_terminal_cwd``), where the process
+    environment may hold another profile's; before 0.21 there is only the environment."""
     try:
-        return os.environ.get("TERMINAL_CWD") or os.getcwd()
+        from agent.runtime_cwd import scope_terminal_cwd
+    except ImportError:
+        scope_terminal_cwd = None
+    try:
+        scoped = scope_terminal_cwd() if scope_terminal_cwd else None
+    except Exception:  # a scope that refuses this turn: the environment, as before 0.21
+        scoped = None
+    try:
+        return scoped or os.environ.get("TERMINAL_CWD") or os.getcwd()
     except OSError:
         return None
 
