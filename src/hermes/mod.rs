@@ -131,14 +131,46 @@ pub fn format_retrieved_block(hits: &[Hit], shown: &[String]) -> Option<String> 
     retrieved_block(hits, shown, load::SKILL_VIEW)
 }
 
-/// [`format_retrieved_block`] pointing to `loader` ([`load::loader`]) in its second line.
+/// The most characters a retrieved-skills block holds: Hermes 0.21 replaces a hook's context
+/// longer than 10,000 characters with a preview and a file path (`spill_if_oversized`), so
+/// a block that large (many entries, a large `SKILL_RETRIEVAL_INJECT_K`) would reach the model
+/// cut and the middleware could not read it back.
+pub const MAX_BLOCK_CHARS: usize = 9_500;
+
+/// [`format_retrieved_block`] pointing to `loader` ([`load::loader`]) in its second line,
+/// with entries left out whole from the end until it fits in [`MAX_BLOCK_CHARS`].
 pub fn retrieved_block(hits: &[Hit], shown: &[String], loader: &str) -> Option<String> {
     let mut lines = vec![
         BLOCK_HEADING.to_owned(),
         block_intro(loader).to_owned(),
         String::new(),
     ];
-    entry_lines(hits, shown, &mut lines).then(|| lines.join("\n"))
+    if !entry_lines(hits, shown, &mut lines) {
+        return None;
+    }
+    fit(&mut lines, MAX_BLOCK_CHARS);
+    Some(lines.join("\n"))
+}
+
+/// Leaves out the last entry (its line and its copies line) while `lines` joined are longer
+/// than `max` characters; the first entry and the line naming earlier ones always stay.
+fn fit(lines: &mut Vec<String>, max: usize) {
+    let is_entry = |l: &String| l.starts_with("- **");
+    let mut len: usize = lines.iter().map(|l| l.chars().count() + 1).sum();
+    while len > max + 1 {
+        let Some(last) = lines.iter().rposition(is_entry) else {
+            return;
+        };
+        if !lines[..last].iter().any(is_entry) {
+            return;
+        }
+        let copies = lines
+            .get(last + 1)
+            .is_some_and(|l| l.starts_with(ALTERNATIVES_PREFIX));
+        for gone in lines.drain(last..last + 1 + usize::from(copies)) {
+            len -= gone.chars().count() + 1;
+        }
+    }
 }
 
 /// The answer of the `skills_search` tool: the entries of [`format_retrieved_block`] under
@@ -447,6 +479,7 @@ pub use status::{status, Comparison, Status};
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::Alternative;
 
     fn hit(id: &str, category: &str, path: &str, desc: &str, score: f64) -> Hit {
         Hit {
@@ -458,6 +491,39 @@ mod tests {
             path: path.into(),
             alternatives: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_block_of_many_entries_is_cut_to_whole_entries_under_the_limit() {
+        let desc = "word ".repeat(60);
+        let hits: Vec<Hit> = (0..80)
+            .map(|i| {
+                let mut h = hit(&format!("skill-{i}"), "tools", "", &desc, 1.0);
+                h.alternatives = vec![Alternative {
+                    id: format!("copy-{i}"),
+                    category: "other".into(),
+                    path: String::new(),
+                }];
+                h
+            })
+            .collect();
+        let shown = vec!["skill-79".to_owned()];
+        let block = retrieved_block(&hits, &shown, load::SKILL_VIEW).unwrap();
+        assert!(block.chars().count() <= MAX_BLOCK_CHARS, "{}", block.len());
+        let lines: Vec<&str> = block.lines().collect();
+        assert!(
+            lines.last().unwrap().starts_with(EARLIER_PREFIX),
+            "the earlier line stays"
+        );
+        let entries = lines.iter().filter(|l| l.starts_with("- **")).count();
+        let copies = lines
+            .iter()
+            .filter(|l| l.starts_with(ALTERNATIVES_PREFIX))
+            .count();
+        assert!(entries > 10 && entries < 79, "{entries}");
+        assert_eq!(copies, entries, "an entry goes with its copies line");
+        let few = retrieved_block(&hits[..6], &[], load::SKILL_VIEW).unwrap();
+        assert_eq!(few.lines().filter(|l| l.starts_with("- **")).count(), 6);
     }
 
     #[test]
