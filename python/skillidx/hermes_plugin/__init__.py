@@ -716,24 +716,32 @@ def _stored_system_prompt(path: str, session_id: str) -> Optional[str]:
         try:
             con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.05)
             try:
-                for query in _PROMPT_QUERIES:
-                    try:
-                        row = con.execute(query, (session_id,)).fetchone()
-                    except sqlite3.OperationalError as exc:
-                        if "no such" in str(exc):  # an older schema: the next query
-                            continue
-                        raise
-                    return row[0] if row and isinstance(row[0], str) else None
-                return None
+                return _prompt_of(con, session_id)
             finally:
                 con.close()
         except sqlite3.OperationalError as exc:
-            transient = "disk i/o error" in str(exc).lower() or "locked" in str(exc).lower()
-            if not transient or attempt == 2:
+            text = str(exc).lower()
+            if attempt == 2 or not ("disk i/o error" in text or "locked" in text):
                 return None
             time.sleep(0.05)
         except sqlite3.Error:
             return None
+    return None
+
+
+def _prompt_of(con: Any, session_id: str) -> Optional[str]:
+    """``session_id``'s prompt by the first of ``_PROMPT_QUERIES`` the schema has the tables
+    and columns for."""
+    import sqlite3
+
+    for query in _PROMPT_QUERIES:
+        try:
+            row = con.execute(query, (session_id,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such" in str(exc):
+                continue
+            raise
+        return row[0] if row and isinstance(row[0], str) else None
     return None
 
 
