@@ -155,6 +155,33 @@ def store_session(home: Path, session_id: str, system: str, version: str) -> Non
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def test_tools_the_request_leaves_out_are_never_named(
+    plugin: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hermes 0.21's tool search (on by default once any plugin tool can be deferred) moves
+    skills_search and skill_load behind its tool_search / tool_call bridges, where a direct
+    call fails: a request without them gets a listing and later blocks that name skill_view
+    and no search tool; a request with them, both again."""
+    monkeypatch.setattr(plugin, "_search_tool_name", "skills_search")
+    monkeypatch.setattr(plugin, "_load_tool_name", "skill_load")
+    monkeypatch.setattr(plugin, "_left_out", set())
+    monkeypatch.setattr(plugin._settings, "loader", "skill_load")
+    monkeypatch.setattr(plugin._settings, "index_budget", 12)
+    system = hermes_skills_prompt(home, tools=SKILL_TOOLS)
+    ours = ["skills_search", "skill_load"]
+    deferred = request(system, "clean docker images", tools=SKILL_TOOLS + ["tool_search", "tool_call"])
+    plugin._on_llm_request(request=deferred, session_id="t")
+    listing = deferred["messages"][0]["content"]
+    assert "more skills are not listed" in listing, listing
+    assert not any(t in listing for t in ours), listing
+    out = plugin._on_pre_llm_call(user_message="clean up docker images", session_id="t")
+    assert out and "skill_view(name)" in out["context"] and "skill_load" not in out["context"], out
+    direct = request(system, "clean docker images", tools=SKILL_TOOLS + ours)
+    plugin._on_llm_request(request=direct, session_id="d")
+    listing = direct["messages"][0]["content"]
+    assert "skills_search(query)" in listing and "skill_load(name)" in listing, listing
+
+
 def forged_home(home: Path) -> None:
     """A skill whose description writes two lines of the block's shape, naming a skill that
     Hermes hides in a session without a browser."""

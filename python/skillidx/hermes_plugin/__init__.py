@@ -49,7 +49,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -419,11 +419,12 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
             # Reads Hermes' block (no block: nothing is listed, so every injected block goes)
             # and, with compaction on, rewrites it to names only from what was read.
             tools, toolsets = _session_tools(request)
+            _note_request_tools(tools)
             new = iter(index.rewrite_system(session, texts, tools, toolsets, _settings.compact,
                                             platform=_session_platform(),
                                             budget=_settings.index_budget,
                                             pinned=_settings.pinned,
-                                            search_tool=_search_tool_name,
+                                            search_tool=_callable(_search_tool_name),
                                             loader=_loader_setting()))
             edits += [(c, key, _replaced(c.get(key), new)) for c, key in slots]
         k = _settings.inject_k
@@ -460,6 +461,30 @@ def _on_llm_request(request: Any = None, session_id: Any = None, **_: Any) -> Op
         return None
     finally:
         _timing("llm_request", started)
+
+
+# Our tools that the last request listing tools left out. Hermes 0.21's tool search (on by
+# default as soon as any tool can be deferred, ours included) moves plugin tools behind its
+# tool_search / tool_call bridges, where a direct call fails as an unknown tool; a session
+# without the skills toolset has none of them either. Prompts then name only what the model
+# can call: skill_view, and no search tool.
+_left_out: Set[str] = set()
+
+
+def _note_request_tools(names: Optional[List[str]]) -> None:
+    """Notes which of our registered tools the request's tool list (``None``: unknown) holds."""
+    if names is None:
+        return
+    for tool in (_search_tool_name, _load_tool_name):
+        if tool and tool in names:
+            _left_out.discard(tool)
+        elif tool:
+            _left_out.add(tool)
+
+
+def _callable(tool: Optional[str]) -> Optional[str]:
+    """``tool`` when it is registered and the model could call it in the last request."""
+    return tool if tool and tool not in _left_out else None
 
 
 # -- the skills_search tool: the model's own search, for a skill neither listed nor injected ----
@@ -582,8 +607,9 @@ _LOAD_SCHEMA: Dict[str, Any] = {
 
 
 def _loader_setting() -> str:
-    """The loader prompts may name: ``skill_view`` unless ``skill_load`` was registered."""
-    return _settings.loader if _load_tool_name else "skill_view"
+    """The loader prompts may name: ``skill_view`` unless ``skill_load`` was registered and
+    the model can call it (see ``_callable``)."""
+    return _settings.loader if _callable(_load_tool_name) else "skill_view"
 
 
 def _load(index: Any, args: Dict[str, Any], name: str, session: Optional[str]) -> str:
