@@ -311,6 +311,23 @@ impl Near {
     }
 }
 
+impl<'a> Cosines<'a> {
+    /// The cosines of `query` with the rows of `matrix` (none: no vectors), leaving out the
+    /// documents in `hidden`.
+    fn new(
+        matrix: Option<Arc<Matrix>>,
+        query: &'a [f32; DIM],
+        hidden: &'a FxHashSet<u32>,
+    ) -> Cosines<'a> {
+        Cosines {
+            matrix,
+            query,
+            query_sq: semantic::sq_norm_f32(query),
+            hidden,
+        }
+    }
+}
+
 impl Cosines<'_> {
     /// The exact cosine of `doc` (`None`: no vector stored, or the session hides it).
     fn of(&self, doc: u32) -> Option<f32> {
@@ -389,7 +406,8 @@ impl Cosines<'_> {
         };
         // The counts take in rows the session hides or that are already candidates: few,
         // as a rule, so one pass usually fills the shortlist. When it does not, the rows
-        // still eligible are counted per distance, and one more pass takes what is missing.
+        // still eligible are counted per distance in a second pass, and a third takes what is
+        // missing.
         let to = last_distance(&near.at, 0, want);
         let mut rows: Vec<usize> = rows_between(near, 0, to, eligible);
         if rows.len() < want && to < DIM {
@@ -444,12 +462,7 @@ impl Snapshot<'_> {
         stage: &SemanticStage,
         hidden: &'a FxHashSet<u32>,
     ) -> Result<Cosines<'a>, StoreError> {
-        Ok(Cosines {
-            matrix: self.matrix(stage)?,
-            query,
-            query_sq: semantic::sq_norm_f32(query),
-            hidden,
-        })
+        Ok(Cosines::new(self.matrix(stage)?, query, hidden))
     }
 
     /// The decoded vectors of this index state: the stage's, when it holds this state's,
@@ -618,12 +631,7 @@ mod tests {
             std::array::from_fn(|j| f32::from(r[j]) / 127.0 + 0.01 * s.next())
         };
         for query in &[s.vector(), centre_like, [0.0; DIM]] {
-            let cos = Cosines {
-                matrix: Some(m.clone()),
-                query,
-                query_sq: semantic::sq_norm_f32(query),
-                hidden: &hidden,
-            };
+            let cos = Cosines::new(Some(m.clone()), query, &hidden);
             let near = cos.near();
             let skipped = |d: u32| d.is_multiple_of(5);
             for floor in [f64::NEG_INFINITY, 0.0, 0.25, 0.5, 0.9] {
@@ -649,12 +657,7 @@ mod tests {
             let r = &m.rows[i * 997];
             let query: [f32; DIM] =
                 std::array::from_fn(|j| f32::from(r[j]) / 127.0 + 0.5 * s.next());
-            let cos = Cosines {
-                matrix: Some(m.clone()),
-                query: &query,
-                query_sq: semantic::sq_norm_f32(&query),
-                hidden: &hidden,
-            };
+            let cos = Cosines::new(Some(m.clone()), &query, &hidden);
             let near = cos.near();
             assert_eq!(
                 cos.best(&near, DEFAULT_DENSE_FLOOR, DENSE * 8, |_| false),
@@ -672,12 +675,7 @@ mod tests {
         let m = Arc::new(matrix(&mut s, 20_000, 2_000, 0.4));
         let hidden: FxHashSet<u32> = m.docs.iter().copied().filter(|d| d % 19 != 0).collect();
         let query = s.vector();
-        let cos = Cosines {
-            matrix: Some(m.clone()),
-            query: &query,
-            query_sq: semantic::sq_norm_f32(&query),
-            hidden: &hidden,
-        };
+        let cos = Cosines::new(Some(m.clone()), &query, &hidden);
         let near = cos.near();
         let skipped = |d: u32| d.is_multiple_of(3);
         let visible = |row: usize| !hidden.contains(&m.docs[row]) && !skipped(m.docs[row]);
@@ -701,12 +699,7 @@ mod tests {
         let m = Arc::new(matrix(&mut s, 50, 12, 0.05));
         let query = s.vector();
         let hidden: FxHashSet<u32> = [m.docs[3]].into_iter().collect();
-        let cos = Cosines {
-            matrix: Some(m.clone()),
-            query: &query,
-            query_sq: semantic::sq_norm_f32(&query),
-            hidden: &hidden,
-        };
+        let cos = Cosines::new(Some(m.clone()), &query, &hidden);
         assert_eq!(
             cos.of(m.docs[4]),
             Some(semantic::cosine_f32_i8(&query, &m.rows[4]))
